@@ -1,0 +1,46 @@
+# The README's two commands: `make demo` and `make test`. Both set up what is
+# missing first (`make setup`), so they work on a fresh Debian machine as root.
+
+SHELL := /bin/bash
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+DEBIAN_PACKAGES := zookeeper default-jre-headless kcat
+STAMP := $(VENV)/.installed
+
+.PHONY: debian-packages setup demo test unit integration bench clean
+
+setup: debian-packages $(STAMP)
+
+# Debian packages: only touch apt when one is missing.
+debian-packages:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+demo: setup
+	@$(VENV)/bin/python -m kafkactl.cli.demo
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+unit: setup
+	$(VENV)/bin/pytest -q tests/unit
+
+integration: setup
+	$(VENV)/bin/pytest -q tests/integration
+
+bench: setup
+	$(VENV)/bin/python bench/throughput.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

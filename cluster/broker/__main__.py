@@ -1,0 +1,58 @@
+"""`python -m kafkactl.cluster.broker server.properties [--override key=value ...]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from kafkactl.cluster.broker.config import ConfigError, load_config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafkactl-broker", description="Run one reference broker.")
+    parser.add_argument("config", help="path to a Kafka-style server.properties")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    log = logging.getLogger("kafkactl.broker")
+    try:
+        overrides = dict(_split_override(item) for item in args.override)
+        config, warnings = load_config(args.config, overrides)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        log.warning(warning)
+
+    from kafkactl.cluster.broker.broker import Broker  # after config: fail fast and cheap
+
+    broker = Broker(config)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        broker.start()
+    except Exception as error:
+        log.exception("broker failed to start: %s", error)
+        return 1
+    stop.wait()
+    broker.shutdown()
+    return 0
+
+
+def _split_override(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
+    return key.strip(), value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""One broker process: wiring, start-up order, periodic work, shutdown.
+
+Start-up: logs are loaded and recovered before the broker registers in
+ZooKeeper, so it never advertises partitions it cannot serve. Shutdown
+(SIGTERM): stop taking requests, deregister, flush and checkpoint, then
+write the clean-shutdown marker (done by the log manager).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.dispatcher import Dispatcher
+from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
+from kafkactl.cluster.broker.handlers.services import BrokerServices
+from kafkactl.cluster.broker.metadata import MetadataCache
+from kafkactl.cluster.broker.network import SocketServer
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.zk_agent import ZkAgent
+from kafkactl.cluster.log.manager import LogDir, LogManager
+from kafkactl.cluster.log.media import detect_media_class
+
+log = logging.getLogger(__name__)
+
+HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5000   # replica.high.watermark.checkpoint.interval.ms
+HOUSEKEEPING_TICK_S = 1.0
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, clock_ms=wall_clock_ms) -> None:
+        self.config = config
+        self.clock_ms = clock_ms
+        self.log_manager = LogManager(self._log_dirs(), config.default_log_config(), clock_ms)
+        self.metadata = MetadataCache()
+        self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
+        self.zk_agent = ZkAgent(config, self._on_metadata, clock_ms)
+        self.services = BrokerServices(
+            config=config,
+            metadata=self.metadata,
+            replica_manager=self.replica_manager,
+            zk_agent=self.zk_agent,
+            producer_ids=ProducerIdManager(self.zk_agent.allocate_producer_id_block),
+            clock_ms=clock_ms,
+        )
+        listener = config.listeners[0]
+        self.server = SocketServer(
+            listener.host, listener.port, Dispatcher(self.services),
+            config.max_connections, config.socket_request_max_bytes,
+        )
+        self._stopping = threading.Event()
+        self._housekeeping = threading.Thread(target=self._housekeeping_loop, name="housekeeping", daemon=True)
+
+    def _log_dirs(self) -> list[LogDir]:
+        dirs = []
+        for path in self.config.log_dirs:
+            media = self.config.media_of(path) or detect_media_class(path)
+            dirs.append(LogDir(path, media))
+            log.info("log dir %s: %s", path, media)
+        return dirs
+
+    def _on_metadata(self, snapshot) -> None:
+        self.metadata.replace(snapshot)
+        self.replica_manager.apply_metadata(snapshot)
+
+    def start(self) -> None:
+        self.log_manager.startup()
+        self.server.start()
+        self.zk_agent.start()
+        self._housekeeping.start()
+        log.info("broker %s serving on port %s", self.config.broker_id, self.server.port)
+
+    def shutdown(self) -> None:
+        log.info("broker %s shutting down", self.config.broker_id)
+        self._stopping.set()
+        self.server.stop()
+        self.zk_agent.stop()
+        self._housekeeping.join(timeout=5)
+        self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
+        self.log_manager.shutdown()
+        log.info("broker %s stopped cleanly", self.config.broker_id)
+
+    def _housekeeping_loop(self) -> None:
+        last_checkpoint_ms = last_retention_ms = self.clock_ms()
+        while not self._stopping.wait(HOUSEKEEPING_TICK_S):
+            now_ms = self.clock_ms()
+            try:
+                self.log_manager.flush_due()
+                self.log_manager.purge_deleted(now_ms)
+                if now_ms - last_checkpoint_ms >= HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS:
+                    self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
+                    self.log_manager.checkpoint_recovery_points()
+                    last_checkpoint_ms = now_ms
+                if now_ms - last_retention_ms >= self.config.log_retention_check_interval_ms:
+                    deleted = self.log_manager.run_retention()
+                    if deleted:
+                        log.info("retention deleted %s segments", deleted)
+                    last_retention_ms = now_ms
+            except Exception:
+                log.exception("housekeeping failed; will retry")

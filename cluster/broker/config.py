@@ -1,0 +1,351 @@
+"""Broker configuration: a Kafka-style properties file with Kafka's names.
+
+Every key the broker understands is declared once in `_KEYS` with its type,
+Kafka's default and a validity check; loading turns the file into a frozen
+`BrokerConfig`. Unknown keys are warned about (Kafka ignores them too, and a
+typo should be visible); an invalid value refuses the start with a message
+that names the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kafkactl.cluster.log.config import NO_LIMIT, LogConfig
+
+MEDIA_CLASSES = ("ssd", "hdd")
+
+
+class ConfigError(ValueError):
+    """A config value is missing or invalid; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener_name: str
+    host: str
+    port: int
+
+    def uri(self) -> str:
+        return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    broker_id: int
+    zookeeper_connect: str
+    listeners: tuple[Endpoint, ...]
+    advertised_listeners: tuple[Endpoint, ...]
+    log_dirs: tuple[str, ...]
+    log_dir_media: dict[str, str] = field(default_factory=dict)
+    broker_rack: str | None = None
+    zookeeper_session_timeout_ms: int = 18000
+    zookeeper_connection_timeout_ms: int = 18000
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    auto_create_topics_enable: bool = True
+    log_segment_bytes: int = 1024**3
+    log_roll_ms: int = 168 * 3600 * 1000
+    log_retention_ms: int = 168 * 3600 * 1000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300000
+    log_flush_interval_messages: int = NO_LIMIT
+    log_flush_interval_ms: int = NO_LIMIT
+    log_index_interval_bytes: int = 4096
+    log_index_size_max_bytes: int = 10 * 1024 * 1024
+    log_segment_delete_delay_ms: int = 60000
+    log_message_timestamp_type: str = "CreateTime"
+    log_dirs_preferred_media: str = "ssd"
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30000
+    unclean_leader_election_enable: bool = False
+    follower_fetch_pending_reads_insync_enable: bool = False
+    socket_request_max_bytes: int = 104857600
+    message_max_bytes: int = 1048588
+    max_connections: int = 1000
+    metrics_port: int = -1
+
+    def default_log_config(self) -> LogConfig:
+        return LogConfig(
+            segment_bytes=self.log_segment_bytes,
+            segment_ms=self.log_roll_ms,
+            retention_ms=self.log_retention_ms,
+            retention_bytes=self.log_retention_bytes,
+            flush_messages=self.log_flush_interval_messages,
+            flush_ms=self.log_flush_interval_ms,
+            index_interval_bytes=self.log_index_interval_bytes,
+            segment_index_bytes=self.log_index_size_max_bytes,
+            max_message_bytes=self.message_max_bytes,
+            file_delete_delay_ms=self.log_segment_delete_delay_ms,
+            min_insync_replicas=self.min_insync_replicas,
+            unclean_leader_election_enable=self.unclean_leader_election_enable,
+            message_timestamp_type=self.log_message_timestamp_type,
+        )
+
+    def media_of(self, log_dir: str) -> str | None:
+        return self.log_dir_media.get(log_dir)
+
+
+# --- value parsers: each takes the raw string and returns the value or raises
+# ValueError with a short reason; the loader adds the key name.
+
+def _int(raw: str) -> int:
+    return int(raw.strip())
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return value == "true"
+
+
+def _string(raw: str) -> str:
+    return raw.strip()
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)$")
+
+
+def _listeners(raw: str) -> tuple[Endpoint, ...]:
+    endpoints = []
+    for item in _csv(raw):
+        match = _LISTENER.match(item)
+        if not match:
+            raise ValueError(f"{item!r} is not NAME://host:port")
+        name, host, port = match.group(1), match.group(2).strip("[]"), int(match.group(3))
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port {port} out of range")
+        endpoints.append(Endpoint(name.upper(), host, port))
+    if not endpoints:
+        raise ValueError("no listener given")
+    if len({e.listener_name for e in endpoints}) != len(endpoints):
+        raise ValueError("listener names must be unique")
+    return tuple(endpoints)
+
+
+def _media_map(raw: str) -> dict[str, str]:
+    media = {}
+    for item in _csv(raw):
+        path, sep, media_class = item.rpartition(":")
+        media_class = media_class.strip().lower()
+        if not sep or not path or media_class not in MEDIA_CLASSES:
+            raise ValueError(f"{item!r} is not DIR:ssd or DIR:hdd")
+        media[path.strip()] = media_class
+    return media
+
+
+def _timestamp_type(raw: str) -> str:
+    value = raw.strip()
+    if value not in ("CreateTime", "LogAppendTime"):
+        raise ValueError("expected CreateTime or LogAppendTime")
+    return value
+
+
+def _media_class(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in MEDIA_CLASSES:
+        raise ValueError("expected ssd or hdd")
+    return value
+
+
+# --- checks on parsed values
+
+def _at_least(minimum: int) -> Callable[[Any], str | None]:
+    return lambda value: None if value >= minimum else f"must be >= {minimum}"
+
+
+def _positive_or_unlimited(value: int) -> str | None:
+    return None if value == -1 or value > 0 else "must be > 0, or -1 for no limit"
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    attribute: str
+    parse: Callable[[str], Any]
+    check: Callable[[Any], str | None] | None = None
+    scale: int = 1  # hours/minutes keys feed the *_ms attribute
+
+
+_KEYS: dict[str, _Key] = {
+    "broker.id": _Key("broker_id", _int, _at_least(0)),
+    "zookeeper.connect": _Key("zookeeper_connect", _string),
+    "listeners": _Key("listeners", _listeners),
+    "advertised.listeners": _Key("advertised_listeners", _listeners),
+    "log.dirs": _Key("log_dirs", _csv),
+    "log.dir": _Key("log_dirs", _csv),
+    "log.dir.media": _Key("log_dir_media", _media_map),
+    "log.dirs.preferred.media": _Key("log_dirs_preferred_media", _media_class),
+    "broker.rack": _Key("broker_rack", _string),
+    "zookeeper.session.timeout.ms": _Key("zookeeper_session_timeout_ms", _int, _at_least(1000)),
+    "zookeeper.connection.timeout.ms": _Key("zookeeper_connection_timeout_ms", _int, _at_least(100)),
+    "num.partitions": _Key("num_partitions", _int, _at_least(1)),
+    "default.replication.factor": _Key("default_replication_factor", _int, _at_least(1)),
+    "auto.create.topics.enable": _Key("auto_create_topics_enable", _bool),
+    "log.segment.bytes": _Key("log_segment_bytes", _int, _at_least(14)),
+    "log.roll.ms": _Key("log_roll_ms", _int, _at_least(1)),
+    "log.roll.hours": _Key("log_roll_ms", _int, _at_least(1), 3600 * 1000),
+    "log.retention.ms": _Key("log_retention_ms", _int, _positive_or_unlimited),
+    "log.retention.minutes": _Key("log_retention_ms", _int, _positive_or_unlimited, 60 * 1000),
+    "log.retention.hours": _Key("log_retention_ms", _int, _positive_or_unlimited, 3600 * 1000),
+    "log.retention.bytes": _Key("log_retention_bytes", _int, _positive_or_unlimited),
+    "log.retention.check.interval.ms": _Key("log_retention_check_interval_ms", _int, _at_least(1)),
+    "log.flush.interval.messages": _Key("log_flush_interval_messages", _int, _at_least(1)),
+    "log.flush.interval.ms": _Key("log_flush_interval_ms", _int, _at_least(0)),
+    "log.index.interval.bytes": _Key("log_index_interval_bytes", _int, _at_least(0)),
+    "log.index.size.max.bytes": _Key("log_index_size_max_bytes", _int, _at_least(4)),
+    "log.segment.delete.delay.ms": _Key("log_segment_delete_delay_ms", _int, _at_least(0)),
+    "log.message.timestamp.type": _Key("log_message_timestamp_type", _timestamp_type),
+    "min.insync.replicas": _Key("min_insync_replicas", _int, _at_least(1)),
+    "replica.lag.time.max.ms": _Key("replica_lag_time_max_ms", _int, _at_least(1)),
+    "unclean.leader.election.enable": _Key("unclean_leader_election_enable", _bool),
+    "follower.fetch.pending.reads.insync.enable": _Key(
+        "follower_fetch_pending_reads_insync_enable", _bool
+    ),
+    "socket.request.max.bytes": _Key("socket_request_max_bytes", _int, _at_least(1)),
+    "message.max.bytes": _Key("message_max_bytes", _int, _at_least(0)),
+    "max.connections": _Key("max_connections", _int, _at_least(1)),
+    "metrics.port": _Key("metrics_port", _int, _at_least(-1)),
+}
+
+# Kafka keys this broker accepts without acting on them (they tune Kafka's
+# JVM internals). Listing them keeps a real server.properties warning-free.
+_ACCEPTED_UNUSED = frozenset({
+    "num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
+    "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+    "offsets.topic.replication.factor", "offsets.topic.num.partitions",
+    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "group.initial.rebalance.delay.ms", "delete.topic.enable",
+    "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage", "controlled.shutdown.enable",
+    "num.replica.fetchers", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
+    "replica.socket.timeout.ms", "controller.socket.timeout.ms",
+    "zookeeper.max.in.flight.requests", "compression.type", "log.cleanup.policy",
+    "log.cleaner.enable", "inter.broker.listener.name", "listener.security.protocol.map",
+    "broker.id.generation.enable", "reserved.broker.max.id",
+})
+
+_REQUIRED = ("broker.id", "zookeeper.connect")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: `#`/`!` comments, `=`/`:`/space separators, `\\` continuations."""
+    properties: dict[str, str] = {}
+    pending = ""
+    for raw_line in text.splitlines():
+        line = pending + raw_line.lstrip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if _continues(line):
+            pending = line[:-1]
+            continue
+        key, value = _split_property(line)
+        properties[key] = value
+    if pending:
+        key, value = _split_property(pending)
+        properties[key] = value
+    return properties
+
+
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    match = re.match(r"^((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)$", line)
+    key, value = match.group(1), match.group(2)
+    unescape = lambda s: re.sub(r"\\(.)", lambda m: m.group(1), s)
+    return unescape(key), unescape(value).rstrip()
+
+
+def from_properties(properties: dict[str, str]) -> tuple[BrokerConfig, list[str]]:
+    """Build a validated config; returns it with the warnings to log."""
+    for key in _REQUIRED:
+        if key not in properties:
+            raise ConfigError(f"{key}: required but not set")
+    warnings = []
+    values: dict[str, Any] = {}
+    # Kafka precedence: *.ms beats *.minutes beats *.hours; apply coarse first.
+    for key in sorted(properties, key=_precedence):
+        raw = properties[key]
+        spec = _KEYS.get(key)
+        if spec is None:
+            if key not in _ACCEPTED_UNUSED:
+                warnings.append(f"unknown config key {key!r} ignored")
+            continue
+        values[spec.attribute] = _parse_value(key, raw, spec)
+    values.setdefault("listeners", _listeners("PLAINTEXT://:9092"))
+    values.setdefault("advertised_listeners", values["listeners"])
+    values.setdefault("log_dirs", ("/tmp/kafka-logs",))
+    values.setdefault("zookeeper_connection_timeout_ms",
+                      values.get("zookeeper_session_timeout_ms", 18000))
+    config = BrokerConfig(**values)
+    _check_cross_fields(config)
+    return config, warnings
+
+
+def _precedence(key: str) -> int:
+    if key.endswith(".hours") or key == "log.dir":
+        return 0
+    if key.endswith(".minutes"):
+        return 1
+    return 2
+
+
+def _parse_value(key: str, raw: str, spec: _Key) -> Any:
+    try:
+        value = spec.parse(raw)
+    except ValueError as error:
+        raise ConfigError(f"{key}: invalid value {raw!r} ({error})") from None
+    problem = spec.check(value) if spec.check else None
+    if problem:
+        raise ConfigError(f"{key}: invalid value {raw!r} ({problem})")
+    if spec.scale != 1 and value != -1:
+        value *= spec.scale
+    return value
+
+
+def _check_cross_fields(config: BrokerConfig) -> None:
+    if not config.log_dirs:
+        raise ConfigError("log.dirs: at least one directory is required")
+    unknown = set(config.log_dir_media) - set(config.log_dirs)
+    if unknown:
+        raise ConfigError(f"log.dir.media: {sorted(unknown)[0]} is not one of log.dirs")
+    listener_names = {e.listener_name for e in config.listeners}
+    for endpoint in config.advertised_listeners:
+        if endpoint.listener_name not in listener_names:
+            raise ConfigError(
+                f"advertised.listeners: {endpoint.listener_name} is not a listener name"
+            )
+    if config.message_max_bytes > config.socket_request_max_bytes:
+        raise ConfigError("message.max.bytes: larger than socket.request.max.bytes")
+
+
+def load_config(path: str, overrides: dict[str, str] | None = None) -> tuple[BrokerConfig, list[str]]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            properties = parse_properties(file.read())
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+    properties.update(overrides or {})
+    return from_properties(properties)
+
+
+def advertised_endpoint(config: BrokerConfig, listener_name: str = "PLAINTEXT") -> Endpoint:
+    """The address clients are told; an empty advertised host means this host."""
+    for endpoint in config.advertised_listeners:
+        if endpoint.listener_name == listener_name:
+            if endpoint.host:
+                return endpoint
+            import socket
+            return dataclasses.replace(endpoint, host=socket.getfqdn())
+    return config.advertised_listeners[0]

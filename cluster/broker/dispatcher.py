@@ -1,0 +1,54 @@
+"""Routes one request frame to its handler and encodes the answer.
+
+Unsupported versions: ApiVersions gets its v0 fallback answer (KIP-511);
+any other API's unknown version cannot be answered in a layout the client
+expects, so the connection is closed, as Apache Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kafkactl.cluster.broker.handlers import (
+    api_versions,
+    fetch,
+    find_coordinator,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from kafkactl.cluster.protocol import apis
+from kafkactl.cluster.protocol.codec import SplicedResponse, decode_request, encode_response
+from kafkactl.cluster.protocol.framing import FrameError, peek_api
+
+log = logging.getLogger(__name__)
+
+HANDLERS = {
+    apis.PRODUCE: produce.handle,
+    apis.FETCH: fetch.handle,
+    apis.LIST_OFFSETS: list_offsets.handle,
+    apis.METADATA: metadata.handle,
+    apis.FIND_COORDINATOR: find_coordinator.handle,
+    apis.API_VERSIONS: api_versions.handle,
+    apis.INIT_PRODUCER_ID: init_producer_id.handle,
+}
+
+
+class Dispatcher:
+    def __init__(self, services) -> None:
+        self.services = services
+
+    def dispatch(self, frame: bytes) -> bytes | SplicedResponse | None:
+        """The response to send, or None for none; FrameError closes the connection."""
+        api_key, api_version, correlation_id = peek_api(frame)
+        if api_key == apis.API_VERSIONS and not apis.is_supported(api_key, api_version):
+            response = api_versions.unsupported_version_response()
+            return encode_response(response, correlation_id, flexible_header=False)
+        if not apis.is_supported(api_key, api_version):
+            raise FrameError(f"unsupported api_key {api_key} version {api_version}")
+        header, request = decode_request(frame, api_key, api_version)
+        response = HANDLERS[api_key](self.services, header, request)
+        if response is None or isinstance(response, SplicedResponse):
+            return response
+        return encode_response(response, correlation_id)

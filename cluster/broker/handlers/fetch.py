@@ -1,0 +1,84 @@
+"""Fetch: long poll, then whole batches straight from the segment files.
+
+The request waits until `min_bytes` are available or `max_wait` passes; an
+append anywhere wakes it to re-read. Record bytes are never copied into
+Python: the response is spliced with file regions (see protocol.codec).
+Fetch sessions (KIP-227) are not kept: session id 0 tells the client to
+send full requests, which the protocol allows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.codec import new_placeholder, response_class, splice_records
+
+
+def handle(services, header, request):
+    deadline = time.monotonic() + max(request.max_wait.total_seconds(), 0)
+    response_max_bytes = getattr(request, "max_bytes", 0x7FFFFFFF)
+    while True:
+        reads, total_bytes = _read_all(services.replica_manager, request, response_max_bytes)
+        has_error = any(r.error != ErrorCode.none for _, _, r in reads)
+        remaining = deadline - time.monotonic()
+        if total_bytes >= request.min_bytes or has_error or remaining <= 0 or not reads:
+            return _response(header, reads)
+        services.replica_manager.wait_for_data(remaining)
+
+
+def _read_all(replica_manager, request, response_max_bytes: int):
+    reads = []
+    total_bytes = 0
+    for topic in request.topics:
+        for partition in topic.partitions:
+            budget = min(partition.partition_max_bytes, response_max_bytes - total_bytes)
+            result = replica_manager.read(
+                topic.topic,
+                partition.partition,
+                partition.fetch_offset,
+                max(budget, 0),
+                getattr(partition, "current_leader_epoch", -1),
+                # KIP-74: the first non-empty partition returns at least one
+                # whole batch, so an oversized batch cannot stall a consumer.
+                min_one_batch=total_bytes == 0,
+            )
+            total_bytes += result.size
+            reads.append((topic.topic, partition.partition, result))
+    return reads, total_bytes
+
+
+def _response(header, reads):
+    cls = response_class(1, header.api_version)
+    regions = []
+    by_topic: dict[str, list] = {}
+    for topic, index, result in reads:
+        records = b""
+        if result.region is not None:
+            records = new_placeholder()
+            regions.append((records, result.region))
+        by_topic.setdefault(topic, []).append(nested(
+            cls, "PartitionData",
+            partition_index=index,
+            error_code=result.error,
+            high_watermark=result.high_watermark,
+            last_stable_offset=result.high_watermark,
+            log_start_offset=result.log_start_offset,
+            aborted_transactions=None,
+            preferred_read_replica=-1,
+            records=records,
+        ))
+    response = make(
+        cls,
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(
+            nested(cls, "FetchableTopicResponse", topic=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
+    return splice_records(response, header.correlation_id, regions)

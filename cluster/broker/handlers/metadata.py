@@ -1,0 +1,100 @@
+"""Metadata: brokers, topics, partitions, leaders, ISRs; topic auto-creation."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo, assign_replicas
+from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
+from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.codec import response_class
+from kafkactl.cluster.zk.codecs import topic_id_from_string
+
+log = logging.getLogger(__name__)
+
+
+def handle(services, header, request):
+    cls = response_class(3, header.api_version)
+    snapshot = services.metadata.snapshot
+    requested = _requested_topics(header.api_version, request)
+    allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
+    names = sorted(snapshot.topics) if requested is None else requested
+    topics = tuple(_topic(cls, services, snapshot, name, allow_auto_create) for name in names)
+    brokers = tuple(
+        nested(cls, "MetadataResponseBroker", node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+        for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)
+    )
+    return make(
+        cls,
+        throttle_time=datetime.timedelta(0),
+        brokers=brokers,
+        cluster_id=snapshot.cluster_id,
+        controller_id=snapshot.controller_id if snapshot.controller_id >= 0 else _fallback_controller(snapshot),
+        topics=topics,
+        cluster_authorized_operations=-2147483648,
+    )
+
+
+def _fallback_controller(snapshot) -> int:
+    # Until a controller is elected (issue 3) clients still need a broker id
+    # they can send admin requests to; the lowest live broker is stable.
+    return min(snapshot.brokers) if snapshot.brokers else -1
+
+
+def _requested_topics(version: int, request) -> list[str] | None:
+    if request.topics is None:
+        return None
+    if version == 0 and not request.topics:
+        return None  # v0: an empty list means all topics
+    return [t.name for t in request.topics if t.name is not None]
+
+
+def _topic(cls, services, snapshot, name: str, allow_auto_create: bool):
+    topic = snapshot.topics.get(name)
+    if topic is None or name in snapshot.deleting_topics:
+        error = _missing_topic_error(services, snapshot, name, allow_auto_create)
+        return nested(cls, "MetadataResponseTopic", error_code=error, name=name,
+                      topic_id=None, is_internal=False, partitions=())
+    partitions = tuple(
+        _partition(cls, snapshot, topic, index) for index in sorted(topic.assignment.partitions)
+    )
+    topic_id = topic_id_from_string(topic.assignment.topic_id) if topic.assignment.topic_id else None
+    return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=name,
+                  topic_id=topic_id, is_internal=False, partitions=partitions)
+
+
+def _partition(cls, snapshot, topic, index: int):
+    replicas = topic.assignment.partitions[index]
+    state = topic.states.get(index)
+    offline = tuple(r for r in replicas if r not in snapshot.brokers)
+    if state is None or state.leader not in snapshot.brokers:
+        error, leader, epoch, isr = ErrorCode.leader_not_available, -1, (state.leader_epoch if state else -1), (state.isr if state else [])
+    else:
+        error, leader, epoch, isr = ErrorCode.none, state.leader, state.leader_epoch, state.isr
+    return nested(cls, "MetadataResponsePartition", error_code=error, partition_index=index,
+                  leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(replicas),
+                  isr_nodes=tuple(isr), offline_replicas=offline)
+
+
+def _missing_topic_error(services, snapshot, name: str, allow_auto_create: bool) -> ErrorCode:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName:
+        return ErrorCode.invalid_topic_exception
+    config = services.config
+    if not (allow_auto_create and config.auto_create_topics_enable) or name in snapshot.deleting_topics:
+        return ErrorCode.unknown_topic_or_partition
+    brokers = [BrokerInfo(b.broker_id, b.rack) for b in snapshot.brokers.values()]
+    try:
+        assignment = assign_replicas(brokers, config.num_partitions, config.default_replication_factor)
+    except AssignmentError as error:
+        log.warning("cannot auto-create topic %s: %s", name, error)
+        return ErrorCode.invalid_replication_factor
+    created = services.zk_agent.create_topic(name, assignment, {})
+    if created:
+        log.info("auto-created topic %s with %s partitions", name, len(assignment))
+    # Kafka answers LEADER_NOT_AVAILABLE while the new topic's leaders are elected.
+    return ErrorCode.leader_not_available

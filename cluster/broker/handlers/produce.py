@@ -1,0 +1,79 @@
+"""Produce: validate, append as leader, acknowledge per `acks`.
+
+Record bytes are never parsed record by record: each batch's header and
+CRC are checked, offsets and the leader epoch are written in place, and the
+bytes go to the segment file as received.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.replica_manager import AppendResult
+from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.codec import response_class
+
+VALID_ACKS = (0, 1, -1)
+
+
+def handle(services, header, request):
+    acks = request.acks
+    results = {}
+    for topic in request.topic_data:
+        for partition in topic.partition_data:
+            key = (topic.name, partition.index)
+            if acks not in VALID_ACKS:
+                results[key] = AppendResult(ErrorCode.invalid_required_acks)
+            else:
+                results[key] = _append(services, topic.name, partition.index, partition.records, acks)
+    if acks == -1:
+        _await_commit(services, results, request.timeout)
+    if acks == 0:
+        return None  # the protocol sends no response; errors surface via metadata
+    return _response(header.api_version, results)
+
+
+def _append(services, topic: str, index: int, records, acks: int) -> AppendResult:
+    replica_manager = services.replica_manager
+    if replica_manager.get(topic, index) is None:
+        known = services.metadata.snapshot.topics.get(topic)
+        if known is not None and index in known.assignment.partitions:
+            return AppendResult(ErrorCode.not_leader_or_follower)
+        return AppendResult(ErrorCode.unknown_topic_or_partition)
+    if not records:
+        return AppendResult(ErrorCode.corrupt_message, message="no record batch")
+    return replica_manager.append(topic, index, bytes(records), acks)
+
+
+def _await_commit(services, results, timeout: datetime.timedelta) -> None:
+    """acks=-1: wait until every ISR member has each batch, or time out."""
+    deadline = time.monotonic() + max(timeout.total_seconds(), 0)
+    for (topic, index), result in results.items():
+        if result.error != ErrorCode.none:
+            continue
+        if not services.replica_manager.wait_for_commit(topic, index, result.last_offset, deadline):
+            result.error = ErrorCode.request_timed_out
+
+
+def _response(version: int, results):
+    cls = response_class(0, version)
+    by_topic: dict[str, list] = {}
+    for (topic, index), result in results.items():
+        by_topic.setdefault(topic, []).append(nested(
+            cls, "PartitionProduceResponse",
+            index=index,
+            error_code=result.error,
+            base_offset=result.base_offset,
+            log_append_time=None,
+            log_start_offset=result.log_start_offset,
+            record_errors=(),
+            error_message=result.message,
+        ))
+    topics = tuple(
+        nested(cls, "TopicProduceResponse", name=name, partition_responses=tuple(partitions))
+        for name, partitions in by_topic.items()
+    )
+    return make(cls, responses=topics, throttle_time=datetime.timedelta(0))

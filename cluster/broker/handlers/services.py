@@ -1,0 +1,19 @@
+"""What request handlers may use: the broker's parts, behind one object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.metadata import MetadataCache
+
+
+@dataclass
+class BrokerServices:
+    config: BrokerConfig
+    metadata: MetadataCache
+    replica_manager: object
+    zk_agent: object
+    producer_ids: object
+    clock_ms: Callable[[], int]

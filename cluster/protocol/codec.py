@@ -1,0 +1,142 @@
+"""Request decoding and response encoding with `kio`, plus the Fetch splice.
+
+A Fetch response carries record bytes in the middle of its structure. To send
+them straight from the segment files with `os.sendfile`, the response is
+encoded by kio with a short random placeholder in each partition's `records`
+field; the placeholder and its length prefix are then replaced by the real
+length prefix and a reference to the file region. The result is a list of
+byte strings and file regions whose total size is known before sending.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Protocol
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from kafkactl.cluster.protocol.framing import (
+    FrameError,
+    encode_unsigned_varint,
+    parse_request_header,
+    size_prefix,
+)
+
+
+class FileRegionLike(Protocol):
+    file: Any        # has fileno()
+    position: int
+    length: int
+
+
+@cache
+def request_class(api_key: int, api_version: int):
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_class(api_key: int, api_version: int):
+    return load_response_schema(api_key, api_version)
+
+
+@cache
+def _reader(cls):
+    return entity_reader(cls)
+
+
+@cache
+def _writer(cls):
+    return entity_writer(cls)
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    return bool(request_class(api_key, api_version).__flexible__)
+
+
+def decode_request(frame: bytes, api_key: int, api_version: int):
+    """Header and body of a supported request; FrameError if malformed."""
+    cls = request_class(api_key, api_version)
+    header = parse_request_header(frame, cls.__flexible__)
+    try:
+        body, size = _reader(cls)(frame, header.body_offset)
+    except Exception as error:  # kio's native reader raises several kinds
+        raise FrameError(f"malformed {cls.__name__}: {error}") from None
+    if header.body_offset + size != len(frame):
+        raise FrameError(f"{cls.__name__}: {len(frame) - header.body_offset - size} trailing bytes")
+    return header, body
+
+
+def _response_header(correlation_id: int, flexible_header: bool) -> bytes:
+    header = struct.pack(">i", correlation_id)
+    return header + b"\x00" if flexible_header else header
+
+
+def encode_body(response) -> bytes:
+    buffer = io.BytesIO()
+    _writer(type(response))(buffer, response)
+    return buffer.getvalue()
+
+
+def encode_response(response, correlation_id: int, flexible_header: bool | None = None) -> bytes:
+    """Size-prefixed response frame. ApiVersions always uses header v0."""
+    if flexible_header is None:
+        flexible_header = response.__flexible__ and response.__api_key__ != 18
+    body = _response_header(correlation_id, flexible_header) + encode_body(response)
+    return size_prefix(len(body)) + body
+
+
+@dataclass(slots=True)
+class SplicedResponse:
+    """A response frame made of bytes and file regions, in order."""
+
+    parts: list[bytes | FileRegionLike]
+    size: int  # including the 4-byte size prefix
+
+
+def new_placeholder() -> bytes:
+    return os.urandom(16)
+
+
+def splice_records(
+    response,
+    correlation_id: int,
+    regions: list[tuple[bytes, FileRegionLike]],
+) -> SplicedResponse:
+    """Replace each (placeholder, region) in the encoded response.
+
+    `regions` are in the order their partitions appear in the response; each
+    placeholder was put in a `records` field when the response was built.
+    """
+    flexible = response.__flexible__
+    body = _response_header(correlation_id, flexible) + encode_body(response)
+    parts: list[bytes | FileRegionLike] = []
+    size = 0
+    cursor = 0
+    prefix_length = 1 if flexible else 4  # uvarint(17) is one byte; int32 is four
+    for placeholder, region in regions:
+        found = body.find(placeholder, cursor)
+        if found < 0:
+            raise ValueError("fetch placeholder not found in encoded response")
+        head = body[cursor:found - prefix_length] + _records_length(region.length, flexible)
+        parts.append(head)
+        size += len(head)
+        if region.length:
+            parts.append(region)
+            size += region.length
+        cursor = found + len(placeholder)
+    tail = body[cursor:]
+    parts.append(tail)
+    size += len(tail)
+    parts.insert(0, size_prefix(size))
+    return SplicedResponse(parts, size + 4)
+
+
+def _records_length(length: int, flexible: bool) -> bytes:
+    if flexible:
+        return encode_unsigned_varint(length + 1)  # compact nullable bytes
+    return struct.pack(">i", length)

@@ -1,0 +1,82 @@
+"""Connecting to ZooKeeper with bounded waits.
+
+kazoo's synchronous calls wait as long as the connection lives; every call
+here goes through the asynchronous API with a deadline instead, so no thread
+can hang on ZooKeeper for longer than `operation_timeout_s`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+
+log = logging.getLogger(__name__)
+
+
+class ZooKeeperUnavailable(RuntimeError):
+    """ZooKeeper could not be reached within the deadline."""
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    """'h1:2181,h2:2181/kafka' -> ('h1:2181,h2:2181', '/kafka')."""
+    hosts, slash, chroot = connect.partition("/")
+    return hosts, ("/" + chroot.rstrip("/")) if slash and chroot.strip("/") else ""
+
+
+def connect(
+    connect_string: str,
+    session_timeout_ms: int = 18000,
+    connection_timeout_ms: int = 18000,
+    read_only: bool = False,
+) -> KazooClient:
+    """A started client rooted at the chroot, which is created if missing."""
+    hosts, chroot = split_chroot(connect_string)
+    if chroot:
+        _ensure_chroot(hosts, chroot, session_timeout_ms, connection_timeout_ms)
+    return _start(hosts + chroot, session_timeout_ms, connection_timeout_ms, read_only)
+
+
+def _start(hosts: str, session_timeout_ms: int, connection_timeout_ms: int, read_only: bool) -> KazooClient:
+    retry = dict(max_tries=3, delay=0.1, backoff=2, max_delay=2.0)
+    client = KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_ms / 1000,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=2.0),
+        command_retry=KazooRetry(**retry),
+        read_only=read_only,
+    )
+    try:
+        client.start(timeout=connection_timeout_ms / 1000)
+    except KazooTimeoutError:
+        client.close()
+        raise ZooKeeperUnavailable(
+            f"cannot connect to ZooKeeper at {hosts} within {connection_timeout_ms} ms"
+        ) from None
+    return client
+
+
+def _ensure_chroot(hosts: str, chroot: str, session_timeout_ms: int, connection_timeout_ms: int) -> None:
+    client = _start(hosts, session_timeout_ms, connection_timeout_ms, False)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+
+
+def wait(async_result, timeout_s: float):
+    """Result of a kazoo async call, or ZooKeeperUnavailable after the deadline."""
+    try:
+        return async_result.get(timeout=timeout_s)
+    except KazooTimeoutError:
+        raise ZooKeeperUnavailable(f"ZooKeeper did not answer within {timeout_s} s") from None
+
+
+def close(client: KazooClient) -> None:
+    try:
+        client.stop()
+    finally:
+        client.close()
