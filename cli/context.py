@@ -1,0 +1,101 @@
+"""`kafkactl context`: named ZooKeeper addresses in the user's config file."""
+
+import typer
+
+from .common import SHARED_EPILOG, shared
+
+app = typer.Typer(help="Manage named contexts (ZooKeeper addresses) in the config file.",
+                  no_args_is_help=True, epilog=SHARED_EPILOG)
+
+
+@app.command("list", epilog=SHARED_EPILOG)
+def list_contexts(ctx: typer.Context) -> None:
+    """List contexts; the current one is marked with *."""
+    from .config import load_config
+    from .output import emit, render_table
+
+    config = load_config()
+    data = {"current_context": config.current_context, "config_file": str(config.path),
+            "contexts": [{"name": name, "current": name == config.current_context, **entry}
+                         for name, entry in sorted(config.contexts.items())]}
+    rows = [["*" if c["current"] else "", c["name"], c.get("zookeeper", ""), c.get("cluster_dir", "")]
+            for c in data["contexts"]]
+    emit(data, shared(ctx).output,
+         lambda: render_table(rows, ["", "NAME", "ZOOKEEPER", "CLUSTER DIR"]))
+
+
+@app.command("use", epilog=SHARED_EPILOG)
+def use_context(ctx: typer.Context, name: str = typer.Argument(..., help="Context to make current.")) -> None:
+    """Make NAME the current context."""
+    from .config import context_entry, load_config, save_config
+
+    config = load_config()
+    context_entry(config, name)  # refuses unknown names
+    config.current_context = name
+    save_config(config)
+    _done(ctx, f"current context is now {name!r}", {"current_context": name})
+
+
+@app.command("set", epilog=SHARED_EPILOG)
+def set_context(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Context to create or update."),
+    cluster_dir: str | None = typer.Option(None, "--cluster-dir", metavar="DIR",
+                                           help="Local cluster directory this context belongs to."),
+    use: bool = typer.Option(False, "--use", help="Also make it the current context."),
+) -> None:
+    """Create or update NAME; its address comes from the shared --zookeeper option.
+
+    Example: kafkactl context set prod --zookeeper zk1:2181,zk2:2181/kafka --use
+    """
+    from pathlib import Path
+
+    from .config import check_context_name, check_zookeeper, load_config, save_config
+    from .errors import CliUsageError
+
+    check_context_name(name)
+    config = load_config()
+    entry = dict(config.contexts.get(name, {}))
+    zookeeper = shared(ctx).zookeeper
+    if zookeeper:
+        entry["zookeeper"] = check_zookeeper(zookeeper)
+    if cluster_dir:
+        entry["cluster_dir"] = str(Path(cluster_dir).expanduser().absolute())
+    if "zookeeper" not in entry:
+        raise CliUsageError(f"context {name!r} needs an address: add --zookeeper HOST:PORT[/chroot]")
+    config.contexts[name] = entry
+    if use or config.current_context is None:
+        config.current_context = name
+    save_config(config)
+    _done(ctx, f"context {name!r} saved", {"name": name, **entry,
+                                            "current": config.current_context == name})
+
+
+@app.command("delete", epilog=SHARED_EPILOG)
+def delete_context(ctx: typer.Context, name: str = typer.Argument(..., help="Context to delete.")) -> None:
+    """Delete NAME (and unset it if it was current)."""
+    from .config import context_entry, load_config, save_config
+
+    config = load_config()
+    context_entry(config, name)
+    del config.contexts[name]
+    if config.current_context == name:
+        config.current_context = None
+    save_config(config)
+    _done(ctx, f"context {name!r} deleted", {"deleted": name})
+
+
+@app.command("current", epilog=SHARED_EPILOG)
+def current_context(ctx: typer.Context) -> None:
+    """Show which ZooKeeper commands would use, and why."""
+    from .config import resolve_zookeeper
+
+    resolved = resolve_zookeeper(shared(ctx))
+    data = {"zookeeper": resolved.zookeeper, "source": resolved.source}
+    _done(ctx, f"{resolved.zookeeper} (from {resolved.source})", data)
+
+
+def _done(ctx: typer.Context, message: str, data: dict) -> None:
+    from .output import emit
+
+    emit(data, shared(ctx).output, lambda: message)
