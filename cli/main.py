@@ -84,8 +84,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report("aborted", EXIT_FAILED, "", debug)
     except KeyboardInterrupt:
         return _report("interrupted", 130, "", debug)
+    except SystemExit as exc:  # typer's completion options exit by themselves
+        return _exit_code(exc)
     except Exception as exc:  # click's own errors, then genuine bugs
         return _report_unexpected(exc, debug)
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None or isinstance(exc.code, int):
+        return exc.code or 0
+    print(exc.code, file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _report_unexpected(exc: Exception, debug: bool) -> int:
