@@ -17,6 +17,7 @@ from .common import SHARED_EPILOG, shared, timeout_s
 
 UP_TIMEOUT_S = 60.0
 DOWN_TIMEOUT_S = 15.0
+STATUS_TIMEOUT_S = 2.0  # for asking ZooKeeper which brokers are registered
 LOG_TAIL_INDENT = "    "
 # Test seam: run another module as the broker (e.g. a stand-in that only
 # registers in ZooKeeper). Unset in normal use.
@@ -68,7 +69,8 @@ def status(
 ) -> None:
     """Show the cluster's processes, whether they run, and their addresses."""
     with _translated_errors():
-        current = _local_cluster(_directory(ctx, directory)).status()
+        current = _local_cluster(_directory(ctx, directory)).status(
+            zk_timeout_s=timeout_s(ctx, STATUS_TIMEOUT_S))
     _emit(ctx, current.to_dict(), lambda: _status_table(current))
 
 

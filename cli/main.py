@@ -98,8 +98,11 @@ def _exit_code(exc: SystemExit) -> int:
 
 
 def _report_unexpected(exc: Exception, debug: bool) -> int:
-    from typer._click.exceptions import ClickException, UsageError
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
+    if isinstance(exc, NoArgsIsHelpError):  # a bare `kafkactl` or `kafkactl cluster`
+        print(exc.format_message(), file=sys.stderr)
+        return EXIT_USAGE
     if isinstance(exc, UsageError):
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         return _report(exc.format_message() + hint, EXIT_USAGE, "", debug)

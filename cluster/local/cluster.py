@@ -160,12 +160,13 @@ class LocalCluster:
                 self._wait_registered(spec, client, stale, offsets, deadline, timeout_s)
             return self._status(spec, registered=True)
 
-    def status(self, check_registration: bool = True) -> ClusterStatus:
+    def status(self, check_registration: bool = True,
+               zk_timeout_s: float = STATUS_ZK_TIMEOUT_S) -> ClusterStatus:
         """Live status; asks ZooKeeper which brokers are registered if it runs."""
         spec = self.spec()
         registered = None
-        if check_registration and self._zk_proc(spec) and procs.is_running(self._zk_proc(spec)):
-            registered = self._registered_ids(spec)
+        if check_registration and procs.is_running(self._zk_proc(spec)):
+            registered = self._registered_ids(spec, zk_timeout_s)
         return self._status(spec, registered=registered)
 
     def down(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S, purge: bool = False) -> ClusterStatus | None:
@@ -340,10 +341,10 @@ class LocalCluster:
 
     # ---- inspecting -------------------------------------------------------
 
-    def _registered_ids(self, spec: ClusterSpec) -> set[int] | None:
+    def _registered_ids(self, spec: ClusterSpec, timeout_s: float) -> set[int] | None:
         try:
-            with zk_session(self._connect(spec), STATUS_ZK_TIMEOUT_S) as client:
-                return registered_broker_ids(client, STATUS_ZK_TIMEOUT_S)
+            with zk_session(self._connect(spec), timeout_s) as client:
+                return registered_broker_ids(client, timeout_s)
         except Exception:  # status must still answer when ZooKeeper is sick
             return None
 

@@ -130,3 +130,9 @@ def test_console_script_help_is_fast_and_imports_nothing_heavy():
              "'kafkactl.cluster.local') if m in sys.modules]; print(heavy)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
     assert done.stdout.strip() == "[]"
+
+
+def test_bare_command_prints_help_and_exits_2(capsys):
+    code, out, err = run(capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("Usage: kafkactl") and "kafkactl: error" not in err
