@@ -1,0 +1,61 @@
+"""Typed errors of the log layer, each carrying its Kafka wire error code."""
+
+
+class LogError(Exception):
+    """Base of the log layer's errors; `error_code` is the Kafka error code."""
+
+    error_code = -1  # UNKNOWN_SERVER_ERROR
+
+
+class OffsetOutOfRangeError(LogError):
+    """A fetch or lookup offset outside [log_start_offset, log_end_offset]."""
+
+    error_code = 1  # OFFSET_OUT_OF_RANGE
+
+    def __init__(self, message: str, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(message)
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class KafkaStorageError(LogError):
+    """The files of a log or log dir cannot be trusted or used."""
+
+    error_code = 56  # KAFKA_STORAGE_ERROR
+
+
+class LogClosedError(KafkaStorageError):
+    """An operation on a log that was closed or deleted."""
+
+
+class CheckpointFormatError(KafkaStorageError):
+    """A checkpoint file that does not follow the format; names file and line."""
+
+    def __init__(self, path: str, line_number: int, reason: str) -> None:
+        super().__init__(f"{path}:{line_number}: {reason}")
+        self.path = path
+        self.line_number = line_number
+
+
+class LogDirLockedError(KafkaStorageError):
+    """Another process (or manager) holds the log dir's `.lock`."""
+
+
+class UnexpectedAppendOffsetError(LogError):
+    """A follower append starting below the log end offset.
+
+    Not a wire error: the replica fetcher must truncate and refetch.
+    """
+
+    def __init__(self, message: str, first_offset: int, log_end_offset: int) -> None:
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.log_end_offset = log_end_offset
+
+
+class OffsetsOutOfOrderError(LogError):
+    """Batches of a follower append whose offsets do not strictly increase."""
+
+
+class CorruptIndexError(KafkaStorageError):
+    """An offset or time index that fails its sanity check; recovery rebuilds it."""

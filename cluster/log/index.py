@@ -1,0 +1,214 @@
+"""Sparse offset index of a segment: Kafka's `.index` file.
+
+Each entry is 8 bytes, big-endian: the offset relative to the segment's base
+offset (int32) and the byte position of a batch in the `.log` file (int32).
+The key is the last offset of the batch at that position, as Kafka writes it,
+so a lookup for offset T lands on a batch at or before the one holding T.
+
+Entries live in memory (two `array`s) and are appended to the file, which
+therefore always holds exactly the entries (Kafka preallocates and trims on
+close; appending makes that trim unnecessary).
+
+Readers run without the log's lock. They stay safe because an append adds
+the position before the offset and readers bound their search by the offsets'
+length, and because truncation replaces the arrays rather than shrinking them.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_right
+from typing import NamedTuple
+
+from kafkactl.cluster.invariant import invariant
+from kafkactl.cluster.log.errors import CorruptIndexError
+
+OFFSET_ENTRY_SIZE = 8
+_ENTRY = struct.Struct(">ii")
+
+
+class OffsetPosition(NamedTuple):
+    offset: int
+    position: int
+
+
+def floor_entry(keys: array | list, target: int, count: int | None = None) -> int:
+    """Index of the largest key <= target among the first `count` keys, or -1."""
+    hi = len(keys) if count is None else count
+    return bisect_right(keys, target, 0, hi) - 1
+
+
+def check_offset_entries(relative_offsets: array, positions: array, log_size_bytes: int) -> str | None:
+    """Why these entries cannot index a log file of this size, or None if sane."""
+    previous_offset = -1
+    previous_position = -1
+    for relative_offset, position in zip(relative_offsets, positions):
+        if relative_offset <= previous_offset:
+            return f"offset {relative_offset} does not increase (previous {previous_offset})"
+        if position <= previous_position:
+            return f"position {position} does not increase (previous {previous_position})"
+        if position >= log_size_bytes:
+            return f"position {position} lies beyond the log file ({log_size_bytes} bytes)"
+        previous_offset, previous_position = relative_offset, position
+    return None
+
+
+def decode_offset_entries(data: bytes) -> tuple[array, array]:
+    """(relative offsets, positions) from the bytes of an `.index` file."""
+    if len(data) % OFFSET_ENTRY_SIZE:
+        raise CorruptIndexError(
+            f"index length {len(data)} is not a multiple of {OFFSET_ENTRY_SIZE}")
+    values = array("i")
+    values.frombytes(data)
+    if sys.byteorder == "little":
+        values.byteswap()
+    return values[0::2], values[1::2]
+
+
+def encode_offset_entries(relative_offsets: array, positions: array) -> bytes:
+    values = array("i", bytes(4 * 2 * len(relative_offsets)))
+    values[0::2] = relative_offsets
+    values[1::2] = positions
+    if sys.byteorder == "little":
+        values.byteswap()
+    return values.tobytes()
+
+
+class IndexFile:
+    """The append-only file behind an index; None path keeps it in memory only."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._file = open(path, "ab") if path is not None else None
+
+    def append(self, data: bytes) -> None:
+        if self._file is not None:
+            self._file.write(data)
+
+    def rewrite(self, data: bytes) -> None:
+        if self._file is None:
+            return
+        self._file.flush()
+        os.ftruncate(self._file.fileno(), 0)
+        self._file.write(data)
+
+    def truncate(self, size_bytes: int) -> None:
+        if self._file is None:
+            return
+        self._file.flush()
+        os.ftruncate(self._file.fileno(), size_bytes)
+
+    def flush(self) -> None:
+        if self._file is not None and not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def rename(self, path: str) -> None:
+        if self.path is not None:
+            os.rename(self.path, path)
+            self.path = path
+
+    def close(self) -> None:
+        if self._file is not None and not self._file.closed:
+            self._file.close()
+
+
+class OffsetIndex:
+    def __init__(self, path: str | None, base_offset: int, max_index_bytes: int,
+                 relative_offsets: array | None = None, positions: array | None = None) -> None:
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // OFFSET_ENTRY_SIZE)
+        # One tuple so a reader never pairs offsets of one generation with
+        # positions of another.
+        self._entries = (relative_offsets if relative_offsets is not None else array("i"),
+                         positions if positions is not None else array("i"))
+        self._file = IndexFile(path)
+
+    @classmethod
+    def load(cls, path: str, base_offset: int, max_index_bytes: int) -> OffsetIndex:
+        """Read an existing `.index` file; raises CorruptIndexError on a bad length."""
+        with open(path, "rb") as file:
+            relative_offsets, positions = decode_offset_entries(file.read())
+        return cls(path, base_offset, max_index_bytes, relative_offsets, positions)
+
+    @property
+    def path(self) -> str | None:
+        return self._file.path
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._entries[0])
+
+    @property
+    def is_full(self) -> bool:
+        return self.entry_count >= self.max_entries
+
+    def entries(self) -> list[OffsetPosition]:
+        relative_offsets, positions = self._entries
+        return [OffsetPosition(self.base_offset + o, p)
+                for o, p in zip(relative_offsets, positions)]
+
+    def sanity_check(self, log_size_bytes: int) -> None:
+        problem = check_offset_entries(*self._entries, log_size_bytes)
+        if problem is not None:
+            raise CorruptIndexError(f"offset index {self.path}: {problem}")
+
+    def append(self, offset: int, position: int) -> None:
+        relative_offsets, positions = self._entries
+        relative = offset - self.base_offset
+        invariant(0 <= relative <= 2**31 - 1, f"offset {offset} does not fit segment {self.base_offset}")
+        invariant(not relative_offsets or relative > relative_offsets[-1],
+                  f"index offset {offset} does not increase")
+        invariant(not positions or position > positions[-1],
+                  f"index position {position} does not increase")
+        positions.append(position)  # before the offset: readers bound by offsets
+        relative_offsets.append(relative)
+        self._file.append(_ENTRY.pack(relative, position))
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The largest entry with offset <= target, or (base_offset, 0)."""
+        relative_offsets, positions = self._entries
+        slot = floor_entry(relative_offsets, target_offset - self.base_offset)
+        if slot < 0:
+            return OffsetPosition(self.base_offset, 0)
+        return OffsetPosition(self.base_offset + relative_offsets[slot], positions[slot])
+
+    def last_entry_within(self, max_position: int, max_offset: int) -> OffsetPosition | None:
+        """The last entry with position <= max_position and offset < max_offset."""
+        relative_offsets, positions = self._entries
+        count = len(relative_offsets)
+        by_offset = floor_entry(relative_offsets, max_offset - self.base_offset - 1, count)
+        by_position = floor_entry(positions, max_position, count)
+        slot = min(by_offset, by_position)
+        if slot < 0:
+            return None
+        return OffsetPosition(self.base_offset + relative_offsets[slot], positions[slot])
+
+    def truncate_to_position(self, log_size_bytes: int) -> None:
+        """Drop entries pointing at or beyond `log_size_bytes` (log truncation)."""
+        relative_offsets, positions = self._entries
+        keep = floor_entry(positions, log_size_bytes - 1) + 1
+        if keep == len(positions):
+            return
+        self._entries = (relative_offsets[:keep], positions[:keep])
+        self._file.truncate(keep * OFFSET_ENTRY_SIZE)
+
+    def reset(self, relative_offsets: array, positions: array) -> None:
+        """Replace every entry (index rebuild) and rewrite the file."""
+        self._entries = (relative_offsets, positions)
+        self._file.rewrite(encode_offset_entries(relative_offsets, positions))
+
+    def reset_from(self, other: OffsetIndex) -> None:
+        self.reset(*other._entries)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def rename(self, path: str) -> None:
+        self._file.rename(path)
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,623 @@
+"""The log of one partition: an ordered list of segments in `<topic>-<partition>/`.
+
+Concurrency: one lock per Log serialises appends, rolls, truncation,
+retention and config changes. Reads take a snapshot under the lock (the
+segment list, log start and end offsets, and the active segment's size) and
+then read files without it; bytes below the snapshot are never rewritten
+except by truncation, which a reader sees as a short read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import NamedTuple
+
+from kafkactl.cluster.invariant import invariant
+from kafkactl.cluster.log.checkpoint import TMP_SUFFIX, fsync_dir
+from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.errors import (
+    CheckpointFormatError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    OffsetsOutOfOrderError,
+    UnexpectedAppendOffsetError,
+)
+from kafkactl.cluster.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache
+from kafkactl.cluster.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    FileRegion,
+    LogSegment,
+    parse_segment_file_name,
+)
+from kafkactl.cluster.protocol.record_batch import (
+    INT32_MAX,
+    BatchHeader,
+    InvalidRecordError,
+    assign_offsets,
+    rebased_headers,
+    stamp_log_append_time,
+    validate_batches,
+)
+
+LOG_APPEND_TIME = "LogAppendTime"
+
+logger = logging.getLogger(__name__)
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    record_count: int
+    log_append_time_ms: int = -1  # the broker's timestamp under LogAppendTime, else -1
+
+
+class FetchSlice(NamedTuple):
+    """Whole batches of one segment, for one partition of a fetch response."""
+
+    region: FileRegion
+    first_offset: int  # base offset of the first batch; may precede fetch_offset
+    fetch_offset: int
+
+    @property
+    def size_bytes(self) -> int:
+        return self.region.length
+
+
+class _Snapshot(NamedTuple):
+    segments: tuple[LogSegment, ...]
+    base_offsets: tuple[int, ...]
+    log_start_offset: int
+    log_end_offset: int
+    active_size_bytes: int
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class Log:
+    """Use Log.open; the constructor only sets fields."""
+
+    def __init__(self, dir_path: str, topic: str, partition: int, config: LogConfig,
+                 clock_ms: Callable[[], int]) -> None:
+        self.dir_path = dir_path
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._clock_ms = clock_ms
+        self._lock = threading.Lock()
+        self._segments: tuple[LogSegment, ...] = ()
+        self._base_offsets: tuple[int, ...] = ()
+        self._log_start_offset = 0
+        self._log_end_offset = 0
+        self._recovery_point = 0
+        self._epoch_cache = LeaderEpochCache(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
+        self._pending_deletion: list[tuple[int, LogSegment]] = []
+        self._last_flush_ms = clock_ms()
+        self._truncations = 0  # bumped by truncation, so a flush racing it keeps its recovery point
+        self._dir_dirty = False
+        self._closed = False
+
+    # --- opening and recovery ----------------------------------------------
+
+    @classmethod
+    def open(cls, dir_path: str, topic: str, partition: int, config: LogConfig,
+             clock_ms: Callable[[], int], recovery_point: int, clean_shutdown: bool,
+             log_start_offset: int | None = None) -> Log:
+        """Open (or create) the log in partition dir `dir_path` (`.../<topic>-<partition>`).
+
+        After an unclean shutdown every segment holding offsets at or above
+        `recovery_point` is rescanned; the active segment is always rescanned.
+        Torn or corrupt tails are cut (a cut inside an older segment drops all
+        later segments), bad or missing indexes are rebuilt, and what was
+        recovered is fsynced, so the recovery point becomes the log end offset.
+        """
+        os.makedirs(dir_path, exist_ok=True)
+        log = cls(dir_path, topic, partition, config, clock_ms)
+        log._load(recovery_point, clean_shutdown, log_start_offset)
+        return log
+
+    def _load(self, recovery_point: int, clean_shutdown: bool, log_start_offset: int | None) -> None:
+        now = self._clock_ms()
+        base_offsets = self._remove_leftovers()
+        epoch_starts: list[EpochEntry] = []
+        segments = self._load_segments(base_offsets, recovery_point, clean_shutdown, epoch_starts, now)
+        if not segments:
+            segments = [LogSegment.create(self.dir_path, max(log_start_offset or 0, 0), self.config, now)]
+        self._set_segments(tuple(segments))
+        self._log_end_offset = segments[-1].next_offset
+        start = max(log_start_offset or 0, segments[0].base_offset)
+        if start > self._log_end_offset:
+            logger.warning("%s: log start offset %d beyond log end offset %d; using the end",
+                           self.dir_path, start, self._log_end_offset)
+            start = self._log_end_offset
+        self._log_start_offset = start
+        self._load_epoch_cache(epoch_starts)
+        for segment in segments:
+            segment.flush()
+        fsync_dir(self.dir_path)
+        self._recovery_point = self._log_end_offset
+
+    def _remove_leftovers(self) -> list[int]:
+        """Delete files a crash left behind; return the base offsets of `.log` files."""
+        base_offsets = []
+        names = os.listdir(self.dir_path)
+        logs = {parse_segment_file_name(name) for name in names} - {None}
+        for name in names:
+            path = os.path.join(self.dir_path, name)
+            if name.endswith(DELETED_SUFFIX) or name.endswith(TMP_SUFFIX):
+                os.unlink(path)
+            elif name.endswith(LOG_SUFFIX) and parse_segment_file_name(name) is not None:
+                base_offsets.append(parse_segment_file_name(name))
+            elif (parse_segment_file_name(name, INDEX_SUFFIX) is not None
+                  and parse_segment_file_name(name, INDEX_SUFFIX) not in logs) or (
+                    parse_segment_file_name(name, TIME_INDEX_SUFFIX) is not None
+                    and parse_segment_file_name(name, TIME_INDEX_SUFFIX) not in logs):
+                logger.info("%s: removing index %s without a log file", self.dir_path, name)
+                os.unlink(path)
+        return sorted(base_offsets)
+
+    def _load_segments(self, base_offsets: list[int], recovery_point: int, clean_shutdown: bool,
+                       epoch_starts: list[EpochEntry], now: int) -> list[LogSegment]:
+        segments: list[LogSegment] = []
+        for i, base_offset in enumerate(base_offsets):
+            is_last = i == len(base_offsets) - 1
+            unflushed = is_last or (not clean_shutdown and base_offsets[i + 1] > recovery_point)
+            segment, index_problem = LogSegment.open_existing(self.dir_path, base_offset, self.config, now)
+            segments.append(segment)
+            if not unflushed and index_problem is None:
+                continue
+            if index_problem is not None and not unflushed:
+                logger.warning("%s: rebuilding indexes of segment %d: %s",
+                               self.dir_path, base_offset, index_problem)
+            result = segment.recover(_epoch_collector(epoch_starts))
+            if result.stop_reason is None:
+                continue
+            logger.warning("%s: segment %d: %s; truncated %d bytes (kept %d bytes, %d batches)",
+                           self.dir_path, base_offset, result.stop_reason, result.truncated_bytes,
+                           result.valid_bytes, result.batch_count)
+            if not is_last:
+                self._delete_later_segments(base_offsets[i + 1:], now)
+                break
+        return segments
+
+    def _delete_later_segments(self, base_offsets: list[int], now: int) -> None:
+        logger.warning("%s: corruption before the end of the log; deleting segments %s",
+                       self.dir_path, base_offsets)
+        for base_offset in base_offsets:
+            segment, _ = LogSegment.open_existing(self.dir_path, base_offset, self.config, now)
+            segment.close()
+            segment.delete_files()
+
+    def _load_epoch_cache(self, epoch_starts: list[EpochEntry]) -> None:
+        path = os.path.join(self.dir_path, LEADER_EPOCH_CHECKPOINT)
+        existed = os.path.exists(path)
+        try:
+            cache = LeaderEpochCache.load(path)
+        except (CheckpointFormatError, ValueError) as error:
+            logger.warning("%s: rebuilding the leader-epoch cache: %s", self.dir_path, error)
+            cache, existed = LeaderEpochCache(path), False
+        if not existed:
+            epoch_starts = []
+            for segment in self._segments:
+                collect = _epoch_collector(epoch_starts)
+                for position, header in segment.iter_headers(0, segment.size_bytes):
+                    collect(position, header)
+        for epoch, start_offset in epoch_starts:
+            cache.assign(epoch, start_offset)
+        cache.truncate_from_end(self._log_end_offset)
+        cache.truncate_from_start(self._log_start_offset)
+        cache.persist()  # so the file exists even when nothing changed
+        self._epoch_cache = cache
+
+    # --- properties ----------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._base_offsets)
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._base_offsets[-1]
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        return self._epoch_cache
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epoch_cache.latest_epoch
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- appends -------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Validate, assign offsets, stamp `leader_epoch` and append a produce payload.
+
+        Every batch is validated before anything is written (one CRC pass per
+        batch, no per-record work). A bytearray is rewritten in place; other
+        buffers are copied once. Raises the record_batch errors
+        (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...).
+        """
+        headers = validate_batches(records, self.config.max_message_bytes)
+        if not headers:
+            raise InvalidRecordError("a produce payload needs at least one record batch")
+        buffer = records if isinstance(records, bytearray) else bytearray(records)
+        with self._lock:
+            self._ensure_open()
+            now = self._clock_ms()
+            first_offset = self._log_end_offset
+            assign_offsets(buffer, headers, first_offset, leader_epoch)
+            headers = rebased_headers(headers, first_offset, leader_epoch)
+            append_time = -1
+            if self.config.message_timestamp_type == LOG_APPEND_TIME:
+                headers = stamp_log_append_time(buffer, headers, now)
+                append_time = now
+            self._append(buffer, headers, now)
+            if leader_epoch >= 0:
+                self._epoch_cache.assign(leader_epoch, first_offset)
+            flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
+        if flush_due:
+            self.flush()
+        return _append_info(headers, append_time)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo | None:
+        """Append batches fetched from the leader, offsets and epochs as they are.
+
+        Checks the CRC and structure of every batch, that offsets strictly
+        increase and that the first is not below the log end offset. An
+        incomplete trailing batch is ignored; None if no whole batch remains.
+        The max.message.bytes limit is not applied: the leader accepted them.
+        """
+        headers = validate_batches(records, INT32_MAX, strict_counts=False, allow_partial_tail=True)
+        if not headers:
+            return None
+        _check_increasing(headers)
+        size = sum(header.size_bytes for header in headers)
+        with self._lock:
+            self._ensure_open()
+            if headers[0].base_offset < self._log_end_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.dir_path}: follower append at {headers[0].base_offset} below "
+                    f"log end offset {self._log_end_offset}",
+                    headers[0].base_offset, self._log_end_offset)
+            self._append(memoryview(records)[:size], headers, self._clock_ms())
+            for header in headers:
+                if header.partition_leader_epoch >= 0:
+                    self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
+        if flush_due:
+            self.flush()
+        return _append_info(headers, -1)
+
+    def _append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader], now: int) -> None:
+        max_timestamp = max(header.max_timestamp for header in headers)
+        segment = self._maybe_roll(len(data), max_timestamp, headers[0].base_offset,
+                                   headers[-1].last_offset, now)
+        segment.append(data, headers)
+        self._log_end_offset = headers[-1].next_offset
+
+    def _maybe_roll(self, size_bytes: int, max_timestamp: int, first_offset: int, last_offset: int,
+                    now: int) -> LogSegment:
+        active = self._segments[-1]
+        if not self._should_roll(active, size_bytes, max_timestamp, last_offset, now):
+            return active
+        active.on_become_inactive()
+        segment = LogSegment.create(self.dir_path, first_offset, self.config, now)
+        self._set_segments(self._segments + (segment,))
+        self._dir_dirty = True
+        logger.debug("%s: rolled segment %d", self.dir_path, first_offset)
+        return segment
+
+    def _should_roll(self, active: LogSegment, size_bytes: int, max_timestamp: int,
+                     last_offset: int, now: int) -> bool:
+        if active.size_bytes == 0:
+            return False  # an empty segment takes any append, even an oversized one
+        return (active.size_bytes > self.config.segment_bytes - size_bytes
+                or active.time_waited_for_roll(now, max_timestamp) > self.config.segment_ms
+                or active.offset_index.is_full
+                or active.time_index.is_full
+                or last_offset - active.base_offset > INT32_MAX)
+
+    # --- reads ---------------------------------------------------------------
+
+    def _snapshot(self) -> _Snapshot:
+        with self._lock:
+            self._ensure_open()
+            return _Snapshot(self._segments, self._base_offsets, self._log_start_offset,
+                             self._log_end_offset, self._segments[-1].size_bytes)
+
+    def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchSlice | None:
+        """Whole batches from the one holding `fetch_offset`, from a single segment.
+
+        `max_offset` (the high watermark for consumers) admits only batches
+        entirely below it. Raises OffsetOutOfRangeError outside
+        [log_start_offset, log_end_offset]; None when there is nothing to
+        return (at the log end offset, at max_offset, or a first batch larger
+        than max_bytes without min_one_batch).
+        """
+        snapshot = self._snapshot()
+        if not snapshot.log_start_offset <= fetch_offset <= snapshot.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.topic}-{self.partition}: offset {fetch_offset} outside "
+                f"[{snapshot.log_start_offset}, {snapshot.log_end_offset}]",
+                snapshot.log_start_offset, snapshot.log_end_offset)
+        cap = snapshot.log_end_offset if max_offset is None else min(max_offset, snapshot.log_end_offset)
+        if fetch_offset >= cap:
+            return None
+        first = max(bisect_right(snapshot.base_offsets, fetch_offset) - 1, 0)
+        for i in range(first, len(snapshot.segments)):
+            segment = snapshot.segments[i]
+            is_active = i == len(snapshot.segments) - 1
+            max_position = snapshot.active_size_bytes if is_active else segment.size_bytes
+            found = segment.read(fetch_offset, max_bytes, max_position, min_one_batch, cap)
+            if found is not None:
+                if found.region.length == 0:
+                    return None
+                return FetchSlice(found.region, found.first_offset, fetch_offset)
+        return None
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the earliest record with timestamp >= timestamp_ms.
+
+        Exact per record for uncompressed and gzip batches; for snappy, lz4
+        and zstd batches the batch's base offset and max timestamp (see
+        LogSegment.find_offset_by_timestamp). None if no record qualifies.
+        The ListOffsets sentinels (-1 latest, -2 earliest) are the broker's to
+        map to the high watermark / log_start_offset.
+        """
+        snapshot = self._snapshot()
+        for i, segment in enumerate(snapshot.segments):
+            if segment.max_timestamp_ms < timestamp_ms:
+                continue
+            is_active = i == len(snapshot.segments) - 1
+            max_position = snapshot.active_size_bytes if is_active else segment.size_bytes
+            found = segment.find_offset_by_timestamp(timestamp_ms, snapshot.log_start_offset,
+                                                     max_position)
+            if found is not None:
+                return found
+        return None
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset); see LeaderEpochCache.end_offset_for."""
+        with self._lock:
+            return self._epoch_cache.end_offset_for(epoch, self._log_end_offset)
+
+    # --- truncation and retention --------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch from the one holding `offset` on (follower truncation).
+
+        Returns False when there is nothing above `offset`. The new log end
+        offset is the end of the last remaining batch, which equals `offset`
+        when it lies on a batch boundary, as replication guarantees.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        with self._lock:
+            self._ensure_open()
+            if offset >= self._log_end_offset:
+                return False
+            if offset < self._segments[0].base_offset:
+                self._truncate_fully_locked(offset)
+                return True
+            keep = [s for s in self._segments if s.base_offset <= offset]
+            for segment in self._segments[len(keep):]:
+                self._schedule_deletion(segment)
+            self._set_segments(tuple(keep))
+            cut = keep[-1].truncate_to(offset)
+            self._log_end_offset = keep[-1].next_offset
+            self._after_truncation(min(self._log_start_offset, self._log_end_offset))
+            logger.info("%s: truncated to %d (cut %d bytes of the last kept segment)",
+                        self.dir_path, self._log_end_offset, cut)
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and restart the log empty at `offset`."""
+        if offset < 0:
+            raise ValueError(f"cannot start a log at negative offset {offset}")
+        with self._lock:
+            self._ensure_open()
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        for segment in self._segments:
+            self._schedule_deletion(segment)
+        now = self._clock_ms()
+        self._set_segments((LogSegment.create(self.dir_path, offset, self.config, now),))
+        self._dir_dirty = True
+        self._log_end_offset = offset
+        self._epoch_cache.clear()
+        self._after_truncation(offset)
+        logger.info("%s: truncated fully, restarting at %d", self.dir_path, offset)
+
+    def _after_truncation(self, log_start_offset: int) -> None:
+        self._log_start_offset = log_start_offset
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._epoch_cache.truncate_from_end(self._log_end_offset)
+        self._truncations += 1
+
+    def delete_retained_segments(self) -> int:
+        """Apply retention.ms, retention.bytes and the log start offset.
+
+        A segment expires by retention.ms when its largest record timestamp
+        (its file's mtime if it has none) is older than that. Only a prefix of
+        the oldest segments is deleted, never the active segment. Returns the
+        number of segments deleted; log_start_offset moves to the new first
+        segment.
+        """
+        with self._lock:
+            self._ensure_open()
+            count = self._retained_prefix(self._clock_ms())
+            if count == 0:
+                return 0
+            for segment in self._segments[:count]:
+                self._schedule_deletion(segment)
+            self._set_segments(self._segments[count:])
+            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            self._epoch_cache.truncate_from_start(self._log_start_offset)
+            logger.info("%s: retention deleted %d segments; log start offset %d",
+                        self.dir_path, count, self._log_start_offset)
+            return count
+
+    def _retained_prefix(self, now: int) -> int:
+        candidates = self._segments[:-1]
+        count = 0
+        if self.config.retention_ms >= 0:
+            while (count < len(candidates)
+                   and now - candidates[count].largest_timestamp_ms() > self.config.retention_ms):
+                count += 1
+        if self.config.retention_bytes >= 0:
+            excess = sum(s.size_bytes for s in self._segments[count:]) - self.config.retention_bytes
+            while count < len(candidates) and excess >= candidates[count].size_bytes:
+                excess -= candidates[count].size_bytes
+                count += 1
+        while count < len(candidates) and self._base_offsets[count + 1] <= self._log_start_offset:
+            count += 1
+        return count
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move log_start_offset up (DeleteRecords); segments go on the next retention run."""
+        with self._lock:
+            self._ensure_open()
+            invariant(offset <= self._log_end_offset,
+                      f"log start offset {offset} beyond log end offset {self._log_end_offset}")
+            if offset <= self._log_start_offset:
+                return False
+            self._log_start_offset = offset
+            self._epoch_cache.truncate_from_start(offset)
+            return True
+
+    def _schedule_deletion(self, segment: LogSegment) -> None:
+        segment.rename_for_deletion()
+        due_ms = self._clock_ms() + self.config.file_delete_delay_ms
+        self._pending_deletion.append((due_ms, segment))
+
+    def purge_deleted(self, now_ms: int | None = None) -> int:
+        """Unlink `.deleted` segment files whose file.delete.delay.ms has passed."""
+        now = self._clock_ms() if now_ms is None else now_ms
+        with self._lock:
+            due = [segment for due_ms, segment in self._pending_deletion if due_ms <= now]
+            self._pending_deletion = [(d, s) for d, s in self._pending_deletion if d > now]
+        for segment in due:
+            segment.delete_files()
+        return len(due)
+
+    # --- flush, config, close ------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery_point, up_to_offset).
+
+        The fsyncs run outside the lock, so appends continue meanwhile.
+        """
+        with self._lock:
+            self._ensure_open()
+            target = self._log_end_offset if up_to_offset is None else min(
+                up_to_offset, self._log_end_offset)
+            segments = [s for i, s in enumerate(self._segments)
+                        if s.base_offset < target and (i == len(self._segments) - 1
+                                                       or self._base_offsets[i + 1] > self._recovery_point)]
+            dir_dirty, self._dir_dirty = self._dir_dirty, False
+            truncations = self._truncations
+        for segment in segments:
+            segment.flush()
+        if dir_dirty:
+            fsync_dir(self.dir_path)
+        with self._lock:
+            if self._truncations == truncations:
+                self._recovery_point = max(self._recovery_point, target)
+            self._last_flush_ms = self._clock_ms()
+
+    def flush_rolled_segments(self) -> None:
+        """fsync segments rolled since the last flush (Kafka flushes on roll)."""
+        if self._recovery_point < self.active_segment_base_offset:
+            self.flush(self.active_segment_base_offset)
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            self._segments[-1].index_interval_bytes = config.index_interval_bytes
+
+    def close(self) -> None:
+        """Close the log; fetches still sending a FileRegion keep their file open."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+            pending = [segment for _, segment in self._pending_deletion]
+            self._pending_deletion = []
+            self._set_segments(())
+        for segment in pending:
+            segment.delete_files()
+
+    def _set_segments(self, segments: tuple[LogSegment, ...]) -> None:
+        self._segments = segments
+        self._base_offsets = tuple(segment.base_offset for segment in segments)
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.topic}-{self.partition} in {self.dir_path} is closed")
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic}-{self.partition}, log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self._log_end_offset}, segments={len(self._segments)})")
+
+
+def _append_info(headers: list[BatchHeader], log_append_time_ms: int) -> AppendInfo:
+    return AppendInfo(
+        first_offset=headers[0].base_offset,
+        last_offset=headers[-1].last_offset,
+        max_timestamp=max(header.max_timestamp for header in headers),
+        record_count=sum(header.record_count for header in headers),
+        log_append_time_ms=log_append_time_ms,
+    )
+
+
+def _check_increasing(headers: list[BatchHeader]) -> None:
+    for previous, header in zip(headers, headers[1:]):
+        if header.base_offset <= previous.last_offset:
+            raise OffsetsOutOfOrderError(
+                f"batch at offset {header.base_offset} does not follow offset {previous.last_offset}")
+
+
+def _epoch_collector(epoch_starts: list[EpochEntry]) -> Callable[[int, BatchHeader], None]:
+    """A scan callback recording where each new leader epoch starts."""
+    def collect(_position: int, header: BatchHeader) -> None:
+        epoch = header.partition_leader_epoch
+        if epoch >= 0 and (not epoch_starts or epoch_starts[-1].epoch != epoch):
+            epoch_starts.append(EpochEntry(epoch, header.base_offset))
+    return collect
