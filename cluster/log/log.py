@@ -179,6 +179,8 @@ class Log:
                 logger.warning("%s: rebuilding indexes of segment %d: %s",
                                self.dir_path, base_offset, index_problem)
             result = segment.recover(_epoch_collector(epoch_starts))
+            if not is_last:
+                segment.on_become_inactive()  # its largest timestamp, for later opens
             if result.stop_reason is None:
                 continue
             logger.warning("%s: segment %d: %s; truncated %d bytes (kept %d bytes, %d batches)",
