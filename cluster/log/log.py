@@ -548,9 +548,10 @@ class Log:
             self._ensure_open()
             target = self._log_end_offset if up_to_offset is None else min(
                 up_to_offset, self._log_end_offset)
-            segments = [s for i, s in enumerate(self._segments)
-                        if s.base_offset < target and (i == len(self._segments) - 1
-                                                       or self._base_offsets[i + 1] > self._recovery_point)]
+            segments = [] if target <= self._recovery_point else [
+                s for i, s in enumerate(self._segments)
+                if s.base_offset < target and (i == len(self._segments) - 1
+                                               or self._base_offsets[i + 1] > self._recovery_point)]
             dir_dirty, self._dir_dirty = self._dir_dirty, False
             truncations = self._truncations
         for segment in segments:
@@ -560,7 +561,8 @@ class Log:
         with self._lock:
             if self._truncations == truncations:
                 self._recovery_point = max(self._recovery_point, target)
-            self._last_flush_ms = self._clock_ms()
+            if up_to_offset is None:  # only a full flush restarts the flush.ms clock
+                self._last_flush_ms = self._clock_ms()
 
     def flush_rolled_segments(self) -> None:
         """fsync segments rolled since the last flush (Kafka flushes on roll)."""

@@ -1,0 +1,348 @@
+"""All logs of a broker, spread over its log dirs (`log.dirs`).
+
+Layout of each log dir, Kafka's:
+    .lock                               held (flock) while a manager uses the dir
+    .kafka_cleanshutdown                written by shutdown(), removed by startup()
+    recovery-point-offset-checkpoint    offsets below which each log is fsynced
+    log-start-offset-checkpoint         each log's log_start_offset
+    replication-offset-checkpoint       high watermarks, written for the broker
+    <topic>-<partition>/                one Log
+    <topic>-<partition>.<id>-delete/    a deleted log awaiting purge_deleted()
+
+The broker drives time: it should call flush_due() about every second,
+run_retention() every few minutes (log.retention.check.interval.ms),
+purge_deleted() every few seconds, checkpoint_recovery_points() and
+checkpoint_log_start_offsets() every minute, and write_high_watermarks()
+every few seconds (replica.high.watermark.checkpoint.interval.ms).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kafkactl.cluster.log.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    fsync_dir,
+    remove_stale_tmp_files,
+)
+from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.errors import CheckpointFormatError, KafkaStorageError, LogDirLockedError
+from kafkactl.cluster.log.log import Log, partition_dir_name
+from kafkactl.cluster.log.media import MEDIA_CLASSES, detect_media_class
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+TopicPartition = tuple[str, int]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    path: str
+    media: str | None = None  # "ssd" / "hdd"; None: detected from the block device
+
+
+class DirUsage(NamedTuple):
+    path: str
+    media: str
+    capacity_bytes: int
+    used_bytes: int       # bytes of the logs in the dir
+    partition_count: int
+
+
+def parse_partition_dir_name(name: str) -> TopicPartition | None:
+    """(topic, partition) of `<topic>-<partition>`, None for any other name."""
+    topic, _, partition = name.rpartition("-")
+    if not topic or not partition.isdigit() or not _TOPIC.match(topic):
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[LogDir], default_config: LogConfig,
+                 clock_ms: Callable[[], int]) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.default_config = default_config
+        self._clock_ms = clock_ms
+        self._dirs: list[LogDir] = []
+        for log_dir in log_dirs:
+            os.makedirs(log_dir.path, exist_ok=True)
+            path = os.path.abspath(log_dir.path)
+            self._dirs.append(LogDir(path, detect_media_class(path, log_dir.media)))
+        self._lock = threading.Lock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
+        self._deleted_dirs: list[tuple[int, str]] = []
+        self._lock_files: dict[str, int] = {}
+
+    @property
+    def log_dirs(self) -> list[LogDir]:
+        return list(self._dirs)
+
+    # --- startup and shutdown --------------------------------------------------
+
+    def startup(self, topic_configs: Mapping[str, LogConfig] | None = None) -> None:
+        """Lock every log dir and load every `<topic>-<partition>` found in it.
+
+        A dir is treated as cleanly shut down iff its `.kafka_cleanshutdown`
+        marker exists; the marker is removed once the dir's logs are loaded,
+        so a crash from now on counts as unclean.
+        """
+        self._topic_configs.update(topic_configs or {})
+        for log_dir in self._dirs:
+            self._lock_dir(log_dir.path)
+        for log_dir in self._dirs:
+            self._load_dir(log_dir.path)
+
+    def _lock_dir(self, path: str) -> None:
+        fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLockedError(f"log dir {path} is in use by another broker") from None
+        self._lock_files[path] = fd
+
+    def _load_dir(self, path: str) -> None:
+        marker = os.path.join(path, CLEAN_SHUTDOWN_FILE)
+        clean_shutdown = os.path.exists(marker)
+        remove_stale_tmp_files(path, (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+                                      REPLICATION_OFFSET_CHECKPOINT))
+        recovery_points = self._read_or_recover(path, RECOVERY_POINT_CHECKPOINT)
+        log_start_offsets = self._read_or_recover(path, LOG_START_OFFSET_CHECKPOINT)
+        for name in sorted(os.listdir(path)):
+            partition_path = os.path.join(path, name)
+            if not os.path.isdir(partition_path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(partition_path)
+                continue
+            topic_partition = parse_partition_dir_name(name)
+            if topic_partition is None:
+                logger.warning("log dir %s: ignoring %s, not <topic>-<partition>", path, name)
+                continue
+            self._load_log(path, topic_partition, clean_shutdown,
+                           recovery_points.get(topic_partition, 0),
+                           log_start_offsets.get(topic_partition))
+        if clean_shutdown:
+            os.unlink(marker)
+            fsync_dir(path)
+        logger.info("log dir %s: loaded (%s shutdown)", path, "clean" if clean_shutdown else "unclean")
+
+    def _read_or_recover(self, path: str, name: str) -> dict[TopicPartition, int]:
+        """A dir checkpoint; a malformed one is reported and treated as empty.
+
+        Empty is safe: recovery point 0 rescans every segment, and the log
+        start offset falls back to each log's first segment.
+        """
+        try:
+            return OffsetCheckpointFile(os.path.join(path, name)).read()
+        except CheckpointFormatError as error:
+            logger.error("ignoring malformed checkpoint: %s", error)
+            return {}
+
+    def _load_log(self, dir_path: str, topic_partition: TopicPartition, clean_shutdown: bool,
+                  recovery_point: int, log_start_offset: int | None) -> None:
+        topic, partition = topic_partition
+        if topic_partition in self._logs:
+            raise KafkaStorageError(
+                f"{topic}-{partition} exists in both {self._dir_of[topic_partition]} and {dir_path}")
+        log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic, partition,
+                       self._config_for(topic), self._clock_ms, recovery_point, clean_shutdown,
+                       log_start_offset)
+        self._logs[topic_partition] = log
+        self._dir_of[topic_partition] = dir_path
+
+    def shutdown(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
+        """Flush every log, write the checkpoints and the clean-shutdown markers."""
+        with self._lock:
+            logs = list(self._logs.values())
+        for log in logs:
+            log.flush()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        if high_watermarks is not None:
+            self.write_high_watermarks(high_watermarks)
+        for log in logs:
+            log.close()
+        for log_dir in self._dirs:
+            if log_dir.path not in self._lock_files:
+                continue
+            with open(os.path.join(log_dir.path, CLEAN_SHUTDOWN_FILE), "wb") as marker:
+                os.fsync(marker.fileno())
+            fsync_dir(log_dir.path)
+            os.close(self._lock_files.pop(log_dir.path))
+        with self._lock:
+            self._logs.clear()
+            self._dir_of.clear()
+
+    # --- logs ------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None,
+                          preferred_media: str | None = None) -> Log:
+        """The partition's log, created in the least-used dir if it does not exist.
+
+        A new log goes to the dir of class `preferred_media` with the fewest
+        bytes of logs, ties broken by fewer partitions, then by dir order; with
+        no dir of that class (or none preferred), any dir qualifies.
+        """
+        if not _TOPIC.match(topic) or partition < 0:
+            raise ValueError(f"invalid topic partition {topic!r} {partition}")
+        if preferred_media is not None and preferred_media not in MEDIA_CLASSES:
+            raise ValueError(f"media class must be one of {MEDIA_CLASSES}, not {preferred_media!r}")
+        with self._lock:
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                return existing
+            if config is not None:
+                self._topic_configs[topic] = config
+            dir_path = self._choose_dir(preferred_media)
+            log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
+                           partition, self._config_for(topic), self._clock_ms, 0, True)
+            self._logs[(topic, partition)] = log
+            self._dir_of[(topic, partition)] = dir_path
+            logger.info("created log %s-%d in %s", topic, partition, dir_path)
+            return log
+
+    def _choose_dir(self, preferred_media: str | None) -> str:
+        candidates = [d for d in self._dirs if d.media == preferred_media] or self._dirs
+        usage = {u.path: u for u in self._usage_locked()}
+        order = {d.path: i for i, d in enumerate(self._dirs)}
+        chosen = min(candidates, key=lambda d: (usage[d.path].used_bytes,
+                                               usage[d.path].partition_count, order[d.path]))
+        return chosen.path
+
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        return self._dir_of.get((topic, partition))
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Close the log and rename its dir to `<name>.<id>-delete` for purge_deleted()."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+            dir_path = self._dir_of.pop((topic, partition), None)
+        if log is None or dir_path is None:
+            return False
+        log.close()
+        deleted_path = f"{log.dir_path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        os.rename(log.dir_path, deleted_path)
+        fsync_dir(dir_path)
+        with self._lock:
+            self._deleted_dirs.append((self._clock_ms() + log.config.file_delete_delay_ms, deleted_path))
+        logger.info("deleted log %s-%d (files go after file.delete.delay.ms)", topic, partition)
+        return True
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        with self._lock:
+            self._topic_configs[topic] = config
+            logs = [log for (t, _), log in self._logs.items() if t == topic]
+        for log in logs:
+            log.update_config(config)
+
+    def _config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    # --- checkpoints -----------------------------------------------------------
+
+    def _logs_by_dir(self) -> dict[str, dict[TopicPartition, Log]]:
+        with self._lock:
+            result: dict[str, dict[TopicPartition, Log]] = {d.path: {} for d in self._dirs}
+            for topic_partition, log in self._logs.items():
+                result[self._dir_of[topic_partition]][topic_partition] = log
+            return result
+
+    def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Each dir's replication-offset-checkpoint, with the partitions living there."""
+        for path, logs in self._logs_by_dir().items():
+            entries = {tp: hw for tp, hw in high_watermarks.items() if tp in logs}
+            OffsetCheckpointFile(os.path.join(path, REPLICATION_OFFSET_CHECKPOINT)).write(entries)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        """The high watermarks of every dir's replication-offset-checkpoint."""
+        result: dict[TopicPartition, int] = {}
+        for log_dir in self._dirs:
+            result.update(OffsetCheckpointFile(
+                os.path.join(log_dir.path, REPLICATION_OFFSET_CHECKPOINT)).read())
+        return result
+
+    def checkpoint_recovery_points(self) -> None:
+        for path, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(os.path.join(path, RECOVERY_POINT_CHECKPOINT)).write(
+                {tp: log.recovery_point for tp, log in logs.items()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for path, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(os.path.join(path, LOG_START_OFFSET_CHECKPOINT)).write(
+                {tp: log.log_start_offset for tp, log in logs.items()})
+
+    # --- periodic work ---------------------------------------------------------
+
+    def run_retention(self) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        return sum(log.delete_retained_segments() for log in self.all_logs().values())
+
+    def flush_due(self, now_ms: int | None = None) -> int:
+        """fsync logs whose flush.ms elapsed, and segments rolled since the last flush."""
+        now = self._clock_ms() if now_ms is None else now_ms
+        flushed = 0
+        for log in self.all_logs().values():
+            if now - log.last_flush_ms >= log.config.flush_ms:
+                log.flush()
+                flushed += 1
+            else:
+                log.flush_rolled_segments()
+        return flushed
+
+    def purge_deleted(self, now_ms: int | None = None) -> int:
+        """Unlink deleted segments and log dirs whose file.delete.delay.ms passed."""
+        now = self._clock_ms() if now_ms is None else now_ms
+        purged = sum(log.purge_deleted(now) for log in self.all_logs().values())
+        with self._lock:
+            due = [path for due_ms, path in self._deleted_dirs if due_ms <= now]
+            self._deleted_dirs = [(d, p) for d, p in self._deleted_dirs if d > now]
+        for path in due:
+            shutil.rmtree(path, ignore_errors=True)
+        return purged + len(due)
+
+    def dir_usage(self) -> list[DirUsage]:
+        with self._lock:
+            return self._usage_locked()
+
+    def _usage_locked(self) -> list[DirUsage]:
+        used = {d.path: 0 for d in self._dirs}
+        counts = {d.path: 0 for d in self._dirs}
+        for topic_partition, log in self._logs.items():
+            path = self._dir_of[topic_partition]
+            used[path] += log.size_bytes
+            counts[path] += 1
+        result = []
+        for log_dir in self._dirs:
+            stats = os.statvfs(log_dir.path)
+            result.append(DirUsage(log_dir.path, log_dir.media or "hdd",
+                                   stats.f_blocks * stats.f_frsize, used[log_dir.path],
+                                   counts[log_dir.path]))
+        return result
