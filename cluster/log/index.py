@@ -21,7 +21,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_right
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.errors import CorruptIndexError
@@ -78,42 +78,64 @@ def encode_offset_entries(relative_offsets: array, positions: array) -> bytes:
 
 
 class IndexFile:
-    """The append-only file behind an index; None path keeps it in memory only."""
+    """The append-only file behind an index; None path keeps it in memory only.
+
+    The handle is opened on the first write and released when the segment
+    rolls, so inactive segments hold one descriptor (their `.log`) instead of
+    three; a later write (after truncation made the segment active again)
+    reopens it.
+    """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        self._file = open(path, "ab") if path is not None else None
+        self._file: BinaryIO | None = None
+        self._dirty = False  # written since the last fsync
+        if path is not None:
+            open(path, "ab").close()  # every segment has its index files, even empty
+
+    def _handle(self) -> BinaryIO | None:
+        if self.path is not None and self._file is None:
+            self._file = open(self.path, "ab")
+        return self._file
 
     def append(self, data: bytes) -> None:
-        if self._file is not None:
-            self._file.write(data)
+        handle = self._handle()
+        if handle is not None:
+            handle.write(data)
+            self._dirty = True
 
     def rewrite(self, data: bytes) -> None:
-        if self._file is None:
-            return
-        self._file.flush()
-        os.ftruncate(self._file.fileno(), 0)
-        self._file.write(data)
+        self.truncate(0)
+        self.append(data)
 
     def truncate(self, size_bytes: int) -> None:
-        if self._file is None:
+        handle = self._handle()
+        if handle is None:
             return
-        self._file.flush()
-        os.ftruncate(self._file.fileno(), size_bytes)
+        handle.flush()
+        os.ftruncate(handle.fileno(), size_bytes)
+        self._dirty = True
 
     def flush(self) -> None:
-        if self._file is not None and not self._file.closed:
+        """fsync what was written, reopening the file if its handle was released."""
+        if not self._dirty or self.path is None:
+            return
+        if self._file is not None:
             self._file.flush()
             os.fsync(self._file.fileno())
+        else:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._dirty = False
 
-    def rename(self, path: str) -> None:
-        if self.path is not None:
-            os.rename(self.path, path)
-            self.path = path
-
-    def close(self) -> None:
-        if self._file is not None and not self._file.closed:
+    def release(self) -> None:
+        """Close the handle (written data reaches the OS; flush() still fsyncs it)."""
+        if self._file is not None:
             self._file.close()
+            self._file = None
 
 
 class OffsetIndex:
@@ -207,8 +229,5 @@ class OffsetIndex:
     def flush(self) -> None:
         self._file.flush()
 
-    def rename(self, path: str) -> None:
-        self._file.rename(path)
-
-    def close(self) -> None:
-        self._file.close()
+    def release(self) -> None:
+        self._file.release()

@@ -35,6 +35,7 @@ from kafkactl.cluster.log.segment import (
     FileRegion,
     LogSegment,
     parse_segment_file_name,
+    segment_file_name,
 )
 from kafkactl.cluster.protocol.record_batch import (
     INT32_MAX,
@@ -147,23 +148,22 @@ class Log:
         self._recovery_point = self._log_end_offset
 
     def _remove_leftovers(self) -> list[int]:
-        """Delete files a crash left behind; return the base offsets of `.log` files."""
-        base_offsets = []
+        """Delete files a crash left behind; return the base offsets of `.log` files.
+
+        Leftovers: `.deleted` segments not yet purged, `.tmp` checkpoint
+        writes, and index files whose `.log` is gone.
+        """
         names = os.listdir(self.dir_path)
-        logs = {parse_segment_file_name(name) for name in names} - {None}
+        base_offsets = sorted({parse_segment_file_name(name) for name in names} - {None})
         for name in names:
-            path = os.path.join(self.dir_path, name)
-            if name.endswith(DELETED_SUFFIX) or name.endswith(TMP_SUFFIX):
-                os.unlink(path)
-            elif name.endswith(LOG_SUFFIX) and parse_segment_file_name(name) is not None:
-                base_offsets.append(parse_segment_file_name(name))
-            elif (parse_segment_file_name(name, INDEX_SUFFIX) is not None
-                  and parse_segment_file_name(name, INDEX_SUFFIX) not in logs) or (
-                    parse_segment_file_name(name, TIME_INDEX_SUFFIX) is not None
-                    and parse_segment_file_name(name, TIME_INDEX_SUFFIX) not in logs):
-                logger.info("%s: removing index %s without a log file", self.dir_path, name)
-                os.unlink(path)
-        return sorted(base_offsets)
+            index_base = (parse_segment_file_name(name, INDEX_SUFFIX)
+                          if name.endswith(INDEX_SUFFIX)
+                          else parse_segment_file_name(name, TIME_INDEX_SUFFIX))
+            orphan_index = index_base is not None and index_base not in base_offsets
+            if name.endswith(DELETED_SUFFIX) or name.endswith(TMP_SUFFIX) or orphan_index:
+                logger.info("%s: removing leftover %s", self.dir_path, name)
+                os.unlink(os.path.join(self.dir_path, name))
+        return base_offsets
 
     def _load_segments(self, base_offsets: list[int], recovery_point: int, clean_shutdown: bool,
                        epoch_starts: list[EpochEntry], now: int) -> list[LogSegment]:
@@ -187,17 +187,19 @@ class Log:
                            self.dir_path, base_offset, result.stop_reason, result.truncated_bytes,
                            result.valid_bytes, result.batch_count)
             if not is_last:
-                self._delete_later_segments(base_offsets[i + 1:], now)
+                self._delete_later_segments(base_offsets[i + 1:])
                 break
         return segments
 
-    def _delete_later_segments(self, base_offsets: list[int], now: int) -> None:
+    def _delete_later_segments(self, base_offsets: list[int]) -> None:
         logger.warning("%s: corruption before the end of the log; deleting segments %s",
                        self.dir_path, base_offsets)
         for base_offset in base_offsets:
-            segment, _ = LogSegment.open_existing(self.dir_path, base_offset, self.config, now)
-            segment.close()
-            segment.delete_files()
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                try:
+                    os.unlink(os.path.join(self.dir_path, segment_file_name(base_offset, suffix)))
+                except FileNotFoundError:
+                    pass
 
     def _load_epoch_cache(self, epoch_starts: list[EpochEntry]) -> None:
         path = os.path.join(self.dir_path, LEADER_EPOCH_CHECKPOINT)
@@ -213,6 +215,7 @@ class Log:
                 collect = _epoch_collector(epoch_starts)
                 for position, header in segment.iter_headers(0, segment.size_bytes):
                     collect(position, header)
+        cache.truncate_from_end(self._log_end_offset)  # first: entries of cut batches must not clash
         for epoch, start_offset in epoch_starts:
             cache.assign(epoch, start_offset)
         cache.truncate_from_end(self._log_end_offset)

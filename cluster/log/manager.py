@@ -38,7 +38,12 @@ from kafkactl.cluster.log.checkpoint import (
     remove_stale_tmp_files,
 )
 from kafkactl.cluster.log.config import LogConfig
-from kafkactl.cluster.log.errors import CheckpointFormatError, KafkaStorageError, LogDirLockedError
+from kafkactl.cluster.log.errors import (
+    CheckpointFormatError,
+    KafkaStorageError,
+    LogClosedError,
+    LogDirLockedError,
+)
 from kafkactl.cluster.log.log import Log, partition_dir_name
 from kafkactl.cluster.log.media import MEDIA_CLASSES, detect_media_class
 
@@ -301,26 +306,37 @@ class LogManager:
 
     # --- periodic work ---------------------------------------------------------
 
+    def _each_open_log(self, action: Callable[[Log], int | None]) -> int:
+        """Apply `action` to every log, skipping logs deleted meanwhile; sums the results."""
+        total = 0
+        for log in self.all_logs().values():
+            try:
+                total += action(log) or 0
+            except LogClosedError:
+                continue  # delete_log raced this periodic task
+        return total
+
     def run_retention(self) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
-        return sum(log.delete_retained_segments() for log in self.all_logs().values())
+        return self._each_open_log(Log.delete_retained_segments)
 
     def flush_due(self, now_ms: int | None = None) -> int:
         """fsync logs whose flush.ms elapsed, and segments rolled since the last flush."""
         now = self._clock_ms() if now_ms is None else now_ms
-        flushed = 0
-        for log in self.all_logs().values():
+
+        def flush(log: Log) -> int:
             if now - log.last_flush_ms >= log.config.flush_ms:
                 log.flush()
-                flushed += 1
-            else:
-                log.flush_rolled_segments()
-        return flushed
+                return 1
+            log.flush_rolled_segments()
+            return 0
+
+        return self._each_open_log(flush)
 
     def purge_deleted(self, now_ms: int | None = None) -> int:
         """Unlink deleted segments and log dirs whose file.delete.delay.ms passed."""
         now = self._clock_ms() if now_ms is None else now_ms
-        purged = sum(log.purge_deleted(now) for log in self.all_logs().values())
+        purged = self._each_open_log(lambda log: log.purge_deleted(now))
         with self._lock:
             due = [path for due_ms, path in self._deleted_dirs if due_ms <= now]
             self._deleted_dirs = [(d, p) for d, p in self._deleted_dirs if d > now]

@@ -269,9 +269,16 @@ class LogSegment:
         return self._first_batch_timestamp
 
     def on_become_inactive(self) -> None:
-        """Record the segment's largest timestamp as the time index's last entry."""
+        """Record the segment's largest timestamp as the time index's last entry.
+
+        Also releases the index file handles: nothing appends to a rolled
+        segment, and a large log would otherwise hold three descriptors per
+        segment.
+        """
         self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp,
                                      skip_full_check=True)
+        self.offset_index.release()
+        self.time_index.release()
 
     def largest_timestamp_ms(self) -> int:
         """Retention's clock: the largest record timestamp, else the file's mtime."""
@@ -418,17 +425,17 @@ class LogSegment:
         self.time_index.flush()
 
     def close(self) -> None:
-        """Close the index files; the log file closes once the Log drops the segment."""
+        """Release the index files; the log file closes once the Log drops the segment."""
         if not self.deleted:
             self.on_become_inactive()
-        self.offset_index.close()
-        self.time_index.close()
+        self.offset_index.release()
+        self.time_index.release()
 
     def rename_for_deletion(self) -> None:
         """Rename all three files with `.deleted`; readers holding the file keep working."""
         self.deleted = True
-        self.offset_index.close()
-        self.time_index.close()
+        self.offset_index.release()
+        self.time_index.release()
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             path = self._path(suffix)
             if os.path.exists(path):

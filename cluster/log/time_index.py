@@ -152,8 +152,5 @@ class TimeIndex:
     def flush(self) -> None:
         self._file.flush()
 
-    def rename(self, path: str) -> None:
-        self._file.rename(path)
-
-    def close(self) -> None:
-        self._file.close()
+    def release(self) -> None:
+        self._file.release()

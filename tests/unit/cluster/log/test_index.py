@@ -28,13 +28,13 @@ def test_offset_index_lookup_and_file_format(tmp_path):
     assert index.lookup(10_000) == OffsetPosition(140, 12_500)
     with open(path, "rb") as file:
         assert file.read() == struct.pack(">iiiiii", 10, 4096, 25, 8200, 40, 12_500)
-    index.close()
+    index.release()
     loaded = OffsetIndex.load(path, 100, 1024)
     assert loaded.entries() == index.entries()
     loaded.sanity_check(log_size_bytes=20_000)
     with pytest.raises(CorruptIndexError, match="beyond the log"):
         loaded.sanity_check(log_size_bytes=12_500)
-    loaded.close()
+    loaded.release()
 
 
 def test_offset_index_rejects_non_increasing_entries(tmp_path):
@@ -57,7 +57,7 @@ def test_offset_index_truncation_and_jump(tmp_path):
     assert [e.offset for e in index.entries()] == [10, 20]
     index.flush()
     assert os.path.getsize(index.path) == 16
-    index.close()
+    index.release()
 
 
 def test_offset_index_fullness():
@@ -91,7 +91,7 @@ def test_time_index_appends_only_when_timestamp_grows(tmp_path):
         assert file.read() == struct.pack(">qiqi", 1_000, 5, 2_000, 20)
     index.truncate_to_offset(70)
     assert index.entries() == [TimestampOffset(1_000, 55)]
-    index.close()
+    index.release()
     assert TimeIndex.load(path, 50, 1024).entries() == [TimestampOffset(1_000, 55)]
 
 

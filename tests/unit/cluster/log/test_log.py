@@ -403,3 +403,17 @@ def test_reads_run_concurrently_with_appends(open_log, make_batch):
         thread.join()
     assert problems == []
     assert log.log_end_offset == 600
+
+
+def test_a_fetch_slice_goes_out_with_sendfile(open_log, make_batch):
+    import socket
+
+    log = open_log()
+    fill(log, make_batch, 3)
+    fetch = log.read(2, 1 << 20)
+    sender, receiver = socket.socketpair()
+    with sender, receiver:
+        region = fetch.region
+        sent = os.sendfile(sender.fileno(), region.file.fileno(), region.position, region.length)
+        assert sent == region.length
+        assert receiver.recv(1 << 16) == region.read_bytes()
