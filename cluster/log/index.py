@@ -173,6 +173,13 @@ class OffsetIndex:
         return [OffsetPosition(self.base_offset + o, p)
                 for o, p in zip(relative_offsets, positions)]
 
+    def last_entry(self) -> OffsetPosition | None:
+        relative_offsets, positions = self._entries
+        count = len(relative_offsets)
+        if count == 0:
+            return None
+        return OffsetPosition(self.base_offset + relative_offsets[count - 1], positions[count - 1])
+
     def sanity_check(self, log_size_bytes: int) -> None:
         problem = check_offset_entries(*self._entries, log_size_bytes)
         if problem is not None:

@@ -226,7 +226,12 @@ class LogSegment:
         invariant(headers[-1].last_offset - self.base_offset <= INT32_MAX,
                   "offset too far from the segment's base offset")
         position = self._size_bytes
-        _write_all(self.file.fileno(), data)
+        try:
+            _write_all(self.file.fileno(), data)
+        except OSError as error:
+            # Cut a partial write so the next append does not land behind garbage.
+            os.ftruncate(self.file.fileno(), self._size_bytes)
+            raise KafkaStorageError(f"{self.file.path}: append failed: {error}") from error
         for header in headers:
             self._track_batch(position, header)
             position += header.size_bytes
@@ -404,15 +409,15 @@ class LogSegment:
         """
         self._reset_tracking()
         self._restore_state_from_indexes()
-        entries = self.offset_index.entries()
-        start = entries[-1].position if entries else 0
+        last_entry = self.offset_index.last_entry()
+        start = last_entry.position if last_entry is not None else 0
         next_offset = self.base_offset
         for _, header in self.iter_headers(start, self._size_bytes):
             if header.max_timestamp > self.max_timestamp_ms:
                 self.max_timestamp_ms = header.max_timestamp
                 self.offset_of_max_timestamp = header.last_offset
             next_offset = header.next_offset
-        if entries:
+        if last_entry is not None:
             invariant(next_offset > self.base_offset, "index entry points past the truncated log")
         self._next_offset = next_offset
         self._bytes_since_last_index_entry = self._size_bytes - start
