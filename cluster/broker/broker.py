@@ -21,7 +21,6 @@ from kafkactl.cluster.broker.network import SocketServer
 from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.zk_agent import ZkAgent
 from kafkactl.cluster.log.manager import LogDir, LogManager
-from kafkactl.cluster.log.media import detect_media_class
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +37,8 @@ class Broker:
         self.config = config
         self.clock_ms = clock_ms
         self.log_manager = LogManager(self._log_dirs(), config.default_log_config(), clock_ms)
+        for log_dir in self.log_manager.log_dirs:
+            log.info("log dir %s: %s", log_dir.path, log_dir.media)
         self.metadata = MetadataCache()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
         self.zk_agent = ZkAgent(config, self._on_metadata, clock_ms)
@@ -60,9 +61,7 @@ class Broker:
     def _log_dirs(self) -> list[LogDir]:
         dirs = []
         for path in self.config.log_dirs:
-            media = self.config.media_of(path) or detect_media_class(path)
-            dirs.append(LogDir(path, media))
-            log.info("log dir %s: %s", path, media)
+            dirs.append(LogDir(path, self.config.media_of(path)))  # None: detected
         return dirs
 
     def _on_metadata(self, snapshot) -> None:

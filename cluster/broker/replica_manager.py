@@ -80,7 +80,7 @@ class Partition:
     def _on_become_leader(self) -> None:
         # Batches appended from now on carry this epoch; the cache maps it to
         # the next offset so followers can later truncate by epoch.
-        self.log.assign_leader_epoch(self.leader_epoch, self.log.log_end_offset)
+        self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
         log.info("%s-%s: leader at epoch %s", self.topic, self.index, self.leader_epoch)
 
     def _advance_high_watermark(self) -> None:
@@ -124,6 +124,8 @@ class ReplicaManager:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._partitions_lock = threading.Lock()
         self.data_arrived = threading.Condition()
+        # Read once: the checkpoint only seeds partitions created after start-up.
+        self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
     # --- metadata (zk-agent thread)
 
@@ -160,7 +162,7 @@ class ReplicaManager:
             )
             partition = Partition(topic, index, log_, self.broker_id)
             partition.high_watermark = min(
-                self.log_manager.high_watermark_checkpoint(topic, index), log_.log_end_offset
+                self._checkpointed_high_watermarks.get(key, 0), log_.log_end_offset
             )
             with self._partitions_lock:
                 self.partitions[key] = partition

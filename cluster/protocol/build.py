@@ -27,9 +27,9 @@ def make(cls, **values):
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def nested(response_cls, name: str, **values):
-    """An instance of the nested class `name` from the same version module."""
-    return make(getattr(module_of(response_cls), name), **values)
+def nested(response_cls, class_name: str, /, **values):
+    """An instance of the nested class `class_name` from the same version module."""
+    return make(getattr(module_of(response_cls), class_name), **values)
 
 
 def has_field(cls, name: str) -> bool:
