@@ -415,6 +415,28 @@ class Log:
                 return found
         return None
 
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the log's largest timestamp.
+
+        ListOffsets with MAX_TIMESTAMP (-3). Same codec limitation as
+        offset_for_timestamp. None for an empty log or one without timestamps.
+        """
+        snapshot = self._snapshot()
+        best = max(snapshot.segments, key=lambda s: s.max_timestamp_ms)  # first of equals
+        if best.max_timestamp_ms < 0:
+            return None
+        return self.offset_for_timestamp(best.max_timestamp_ms)
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> bool:
+        """Record that `leader_epoch` starts at `start_offset` (on becoming leader).
+
+        Takes the log's lock, so it cannot interleave with an append updating
+        the same cache.
+        """
+        with self._lock:
+            self._ensure_open()
+            return self._epoch_cache.assign(leader_epoch, start_offset)
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset); see LeaderEpochCache.end_offset_for."""
         with self._lock:

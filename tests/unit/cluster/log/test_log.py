@@ -417,3 +417,25 @@ def test_a_fetch_slice_goes_out_with_sendfile(open_log, make_batch):
         sent = os.sendfile(sender.fileno(), region.file.fileno(), region.position, region.length)
         assert sent == region.length
         assert receiver.recv(1 << 16) == region.read_bytes()
+
+
+def test_offset_of_max_timestamp(open_log, make_batch):
+    batch_size = len(make_batch(2))
+    log = open_log(LogConfig(segment_bytes=batch_size * 2))
+    assert log.offset_of_max_timestamp() is None
+    log.append_as_leader(build_batch([(None, b"a", None, 10), (None, b"b", None, 500)]), 0)
+    log.append_as_leader(build_batch([(None, b"c", None, 900), (None, b"d", None, 20)]), 0)
+    log.append_as_leader(build_batch([(None, b"e", None, 900)]), 0)
+    assert log.segment_base_offsets == [0, 4]
+    assert log.offset_of_max_timestamp() == (2, 900)
+
+
+def test_epoch_start_assigned_on_becoming_leader(open_log, make_batch):
+    log = open_log()
+    fill(log, make_batch, 2, epoch=1)
+    assert log.maybe_assign_epoch_start_offset(2, log.log_end_offset)
+    assert not log.maybe_assign_epoch_start_offset(2, log.log_end_offset)
+    fill(log, make_batch, 1, epoch=2)
+    assert log.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(2, 4)]
+    assert log.end_offset_for_epoch(1) == (1, 4)
+    assert log.end_offset_for_epoch(2) == (2, 6)
