@@ -1,0 +1,38 @@
+"""Shared fixtures for integration tests: real ZooKeeper and broker processes.
+
+`start_cluster(brokers=1, overrides={...})` starts a LocalCluster under the
+test's tmp dir and returns it with its status; every cluster a test started
+is stopped at teardown, even when the test failed.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from kafkactl.cluster.local import LocalCluster
+
+
+def require_tools(*names: str) -> None:
+    missing = [n for n in names if shutil.which(n) is None]
+    if missing:
+        pytest.fail(f"missing tools {missing}: run `make setup`")
+
+
+@pytest.fixture
+def start_cluster(tmp_path):
+    started: list[LocalCluster] = []
+
+    def start(brokers: int = 1, overrides: dict[str, str] | None = None, name: str = "cluster"):
+        cluster = LocalCluster(tmp_path / name)
+        started.append(cluster)
+        status = cluster.up(brokers=brokers, overrides=overrides)
+        return cluster, status
+
+    yield start
+    for cluster in started:
+        try:
+            cluster.down()
+        except Exception as error:  # keep tearing down the others
+            print(f"teardown of {cluster.root} failed: {error}")
