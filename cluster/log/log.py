@@ -171,7 +171,9 @@ class Log:
         for i, base_offset in enumerate(base_offsets):
             is_last = i == len(base_offsets) - 1
             unflushed = is_last or (not clean_shutdown and base_offsets[i + 1] > recovery_point)
-            segment, index_problem = LogSegment.open_existing(self.dir_path, base_offset, self.config, now)
+            next_base = None if is_last else base_offsets[i + 1]
+            segment, index_problem = LogSegment.open_existing(self.dir_path, base_offset, self.config,
+                                                              now, next_base)
             segments.append(segment)
             if not unflushed and index_problem is None:
                 continue

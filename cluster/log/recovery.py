@@ -131,11 +131,14 @@ def truncate_log_file(path: str, size_bytes: int) -> None:
         os.fsync(file.fileno())
 
 
-def check_index_files(index_path: str, time_index_path: str, log_size_bytes: int) -> str | None:
+def check_index_files(index_path: str, time_index_path: str, log_size_bytes: int,
+                      max_relative_offset: int | None = None) -> str | None:
     """Why a segment's index files must be rebuilt, or None if they look sane.
 
     Missing files, lengths that are not whole entries, entries that do not
-    increase, and positions beyond the log file all call for a rebuild.
+    increase, positions beyond the log file, and offsets at or beyond the
+    next segment's base (`max_relative_offset` = next base - this base) all
+    call for a rebuild.
     """
     try:
         with open(index_path, "rb") as file:
@@ -152,4 +155,9 @@ def check_index_files(index_path: str, time_index_path: str, log_size_bytes: int
     problem = check_time_entries(timestamps, time_offsets)
     if problem is not None:
         return f"time index: {problem}"
+    if max_relative_offset is not None:
+        for name, offsets in (("offset index", relative_offsets), ("time index", time_offsets)):
+            if offsets and offsets[-1] >= max_relative_offset:
+                return (f"{name}: relative offset {offsets[-1]} reaches the next segment "
+                        f"({max_relative_offset})")
     return None

@@ -136,17 +136,19 @@ class LogSegment:
         return cls._with_empty_indexes(dir_path, base_offset, config, now_ms)
 
     @classmethod
-    def open_existing(cls, dir_path: str, base_offset: int, config: LogConfig,
-                      now_ms: int) -> tuple[LogSegment, str | None]:
+    def open_existing(cls, dir_path: str, base_offset: int, config: LogConfig, now_ms: int,
+                      next_base_offset: int | None = None) -> tuple[LogSegment, str | None]:
         """Open a segment and its index files.
 
         Returns the segment and why its indexes must be rebuilt (None if they
         are sane); in that case they are left empty for `recover`.
+        `next_base_offset` (the following segment's) bounds the index offsets.
         """
         log_path = os.path.join(dir_path, segment_file_name(base_offset, LOG_SUFFIX))
         index_path = os.path.join(dir_path, segment_file_name(base_offset, INDEX_SUFFIX))
         time_path = os.path.join(dir_path, segment_file_name(base_offset, TIME_INDEX_SUFFIX))
-        problem = check_index_files(index_path, time_path, os.path.getsize(log_path))
+        max_relative = None if next_base_offset is None else next_base_offset - base_offset
+        problem = check_index_files(index_path, time_path, os.path.getsize(log_path), max_relative)
         if problem is not None:
             return cls._with_empty_indexes(dir_path, base_offset, config, now_ms, rewrite=True), problem
         offset_index = OffsetIndex.load(index_path, base_offset, config.segment_index_bytes)

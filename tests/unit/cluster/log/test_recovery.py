@@ -79,6 +79,10 @@ def test_check_index_files(tmp_path):
     write_file(time_index, b"")
     assert check_index_files(index, time_index, 1000) is None
     assert "beyond the log" in check_index_files(index, time_index, 400)
+    assert "reaches the next segment" in check_index_files(index, time_index, 1000, 1)
+    write_file(time_index, (5).to_bytes(8, "big") + (9).to_bytes(4, "big"))
+    assert "time index: relative offset 9" in check_index_files(index, time_index, 1000, 9)
+    assert check_index_files(index, time_index, 1000, 10) is None
     write_file(time_index, b"\x00" * 13)
     assert "multiple of 12" in check_index_files(index, time_index, 1000)
 
@@ -137,7 +141,8 @@ def test_flipped_byte_in_the_last_batch_drops_it(open_log, make_batch):
     assert log.offset_for_timestamp(1_090) is None
 
 
-@pytest.mark.parametrize("damage", ["delete", "garbage", "positions beyond the log"])
+@pytest.mark.parametrize("damage", ["delete", "garbage", "positions beyond the log",
+                                    "time offsets beyond the segment"])
 def test_bad_index_files_are_rebuilt(open_log, make_batch, damage):
     batch_size = len(make_batch(2, timestamp_ms=1_000))
     config = LogConfig(segment_bytes=batch_size * 4, index_interval_bytes=1)
@@ -153,8 +158,10 @@ def test_bad_index_files_are_rebuilt(open_log, make_batch, damage):
     elif damage == "garbage":
         write_file(index, b"\x01\x02\x03")
         write_file(time_index, original_time_index[::-1])
-    else:
+    elif damage == "positions beyond the log":
         write_file(index, original_index + (99).to_bytes(4, "big") + (1 << 30).to_bytes(4, "big"))
+    else:
+        write_file(time_index, original_time_index + (1 << 40).to_bytes(8, "big") + (99).to_bytes(4, "big"))
     log = open_log(config, recovery_point=20, clean_shutdown=True)  # first segment is not active
     assert log.segment_base_offsets == [0, 8, 16]
     with open(index, "rb") as file:
