@@ -124,7 +124,10 @@ class IndexFile:
             self._file.flush()
             os.fsync(self._file.fileno())
         else:
-            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return  # the segment or its log was deleted meanwhile
             try:
                 os.fsync(fd)
             finally:
