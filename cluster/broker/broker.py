@@ -95,6 +95,7 @@ class Broker:
                 if now_ms - last_checkpoint_ms >= HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS:
                     self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
                     self.log_manager.checkpoint_recovery_points()
+                    self.log_manager.checkpoint_log_start_offsets()
                     last_checkpoint_ms = now_ms
                 if now_ms - last_retention_ms >= self.config.log_retention_check_interval_ms:
                     deleted = self.log_manager.run_retention()

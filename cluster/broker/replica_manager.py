@@ -80,7 +80,7 @@ class Partition:
     def _on_become_leader(self) -> None:
         # Batches appended from now on carry this epoch; the cache maps it to
         # the next offset so followers can later truncate by epoch.
-        self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
         log.info("%s-%s: leader at epoch %s", self.topic, self.index, self.leader_epoch)
 
     def _advance_high_watermark(self) -> None:
@@ -251,7 +251,7 @@ class ReplicaManager:
         if timestamp == LATEST_TIMESTAMP:
             return ErrorCode.none, high_watermark, -1
         if timestamp == MAX_TIMESTAMP:
-            found = log_.offset_of_max_timestamp() if hasattr(log_, "offset_of_max_timestamp") else None
+            found = log_.offset_of_max_timestamp()
         else:
             found = log_.offset_for_timestamp(timestamp)
         if found is None or found[0] >= high_watermark:
