@@ -19,6 +19,8 @@ from pathlib import Path
 from .errors import LocalClusterError
 
 POLL_INTERVAL_S = 0.05
+CMDLINE_RETRIES = 50
+CMDLINE_RETRY_S = 0.01
 # Bytes read from the end of a log file when showing its last lines.
 TAIL_WINDOW_BYTES = 64 * 1024
 
@@ -69,12 +71,31 @@ def is_running(proc: Proc) -> bool:
     if not proc.pid:
         return False
     exit_code(proc.pid)  # reap it if it is our exited child
-    try:
-        argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    # A zombie's cmdline is empty, so it never matches.
-    return os.fsencode(proc.marker) in argv
+    argv = _argv(proc.pid)
+    return argv is not None and os.fsencode(proc.marker) in argv
+
+
+def _argv(pid: int) -> list[bytes] | None:
+    """pid's argv, or None if it does not exist or is a zombie.
+
+    While a process is in execve its cmdline reads empty for a moment, so an
+    empty answer from a live process is retried briefly rather than taken
+    to mean "not ours".
+    """
+    for _ in range(CMDLINE_RETRIES):
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        # The state letter follows the command name, which may hold spaces
+        # or parentheses itself, so split after the last ")".
+        if stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"]):
+            return None
+        if raw:
+            return raw.split(b"\0")
+        time.sleep(CMDLINE_RETRY_S)
+    return None
 
 
 def signal_proc(proc: Proc, sig: int) -> bool:

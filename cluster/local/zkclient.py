@@ -23,9 +23,13 @@ _log.addHandler(logging.NullHandler())
 def zk_session(connect: str, timeout_s: float) -> Iterator["KazooClient"]:  # noqa: F821
     from kazoo.client import KazooClient  # heavy: imported only when needed
 
+    # Connection attempts are bounded by time, not by count: a server that
+    # has just started may drop the first few sessions, and giving up after
+    # N quick tries would leave start() waiting out its whole timeout.
     client = KazooClient(
         hosts=connect, timeout=SESSION_TIMEOUT_S, logger=_log,
-        connection_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0,
+                          "deadline": max(timeout_s, 1.0)},
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
     )
     try:

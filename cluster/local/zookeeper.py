@@ -82,8 +82,15 @@ def four_letter(host: str, port: int, command: str, timeout_s: float = PROBE_TIM
 
 
 def is_ok(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """Ready for clients: `ruok` answers `imok` and `srvr` reports a mode.
+
+    `imok` alone only says the process listens: while it still loads its
+    database it answers `imok` yet drops client sessions, and `srvr` says
+    "not currently serving requests" instead of "Mode: standalone".
+    """
     try:
-        return four_letter(host, port, "ruok", timeout_s) == "imok"
+        return (four_letter(host, port, "ruok", timeout_s) == "imok"
+                and "Mode:" in four_letter(host, port, "srvr", timeout_s))
     except OSError:
         return False
 

@@ -136,3 +136,14 @@ def test_bare_command_prints_help_and_exits_2(capsys):
     code, out, err = run(capsys)
     assert code == 2 and out == ""
     assert err.startswith("Usage: kafkactl") and "kafkactl: error" not in err
+
+
+def test_cluster_commands_find_the_dir_through_an_explicit_context(capsys, tmp_path):
+    run(capsys, "context", "set", "remote", "-z", "h:1")
+    code, _, err = run(capsys, "cluster", "status", "--context", "remote")
+    assert code == 2
+    assert_one_line_error(err, "not a local cluster")
+    run(capsys, "context", "set", "mine", "-z", "h:2", "--cluster-dir", str(tmp_path / "elsewhere"))
+    code, _, err = run(capsys, "--context", "mine", "cluster", "status")
+    assert code == 1
+    assert_one_line_error(err, f"no local cluster in {tmp_path / 'elsewhere'}")
