@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: setup
-	@$(VENV)/bin/python -m kafkactl.cli.demo
+	@bash scripts/demo.sh
 
 test: setup
 	$(VENV)/bin/pytest -q

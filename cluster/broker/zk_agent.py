@@ -20,6 +20,7 @@ from typing import Callable
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from kafkactl.cluster.admin import topics as admin_topics
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
 from kafkactl.cluster.broker.leadership import LeadershipClaim, interim_leadership_claims
 from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
@@ -301,20 +302,11 @@ class ZkAgent:
     # --- topic creation (auto-create)
 
     def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> bool:
-        """Kafka's way: config znode first, then the assignment. False if it exists."""
-        transaction = self.client.transaction()
-        if self.client.exists(layout.topic_config(topic)) is None:
-            transaction.create(layout.topic_config(topic), codecs.encode_entity_config(config))
-        transaction.create(
-            layout.topic(topic),
-            codecs.encode_topic(codecs.TopicAssignment(assignment, codecs.new_topic_id())),
-        )
-        results = zk_client.wait(transaction.commit_async(), ZK_CALL_TIMEOUT_S)
-        failed = [r for r in results if isinstance(r, Exception)]
-        if failed:
-            if any(isinstance(r, NodeExistsError) for r in failed):
-                return False
-            raise failed[0]
+        """Auto-creation, the Kafka way; False if the topic exists already."""
+        try:
+            admin_topics.create_topic(self.client, topic, assignment, config, ZK_CALL_TIMEOUT_S)
+        except admin_topics.TopicExistsError:
+            return False
         self._dirty.set()
         return True
 

@@ -1,0 +1,110 @@
+"""Topic administration over ZooKeeper, in Apache Kafka's layout.
+
+Used by the broker (auto-creation) and by `kafkactl topics`. Creation writes
+`/config/topics/<t>` and `/brokers/topics/<t>` in one multi, so a failed or
+interrupted create leaves nothing behind. Reads are pipelined asynchronous
+gets, never one znode at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk.client import wait
+
+ZK_TIMEOUT_S = 10.0
+
+
+class TopicExistsError(RuntimeError):
+    pass
+
+
+def create_topic(client, topic: str, assignment: dict[int, list[int]], config: dict[str, str],
+                 timeout_s: float = ZK_TIMEOUT_S) -> str:
+    """Write the topic's config and assignment atomically; returns the topic id."""
+    topic_id = codecs.new_topic_id()
+    transaction = client.transaction()
+    config_exists = wait(client.exists_async(layout.topic_config(topic)), timeout_s) is not None
+    if config_exists:
+        transaction.set_data(layout.topic_config(topic), codecs.encode_entity_config(config))
+    else:
+        transaction.create(layout.topic_config(topic), codecs.encode_entity_config(config))
+    transaction.create(layout.topic(topic), codecs.encode_topic(codecs.TopicAssignment(assignment, topic_id)))
+    results = wait(transaction.commit_async(), timeout_s)
+    failures = [r for r in results if isinstance(r, Exception)]
+    if any(isinstance(f, NodeExistsError) for f in failures):
+        raise TopicExistsError(f"topic {topic!r} already exists")
+    if failures:
+        raise failures[0]
+    return topic_id
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    replicas: list[int]
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+
+    def to_dict(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
+                "leader_epoch": self.leader_epoch, "replicas": self.replicas, "isr": self.isr}
+
+
+def list_topics(client, timeout_s: float = ZK_TIMEOUT_S) -> list[str]:
+    try:
+        return sorted(wait(client.get_children_async(layout.BROKER_TOPICS), timeout_s))
+    except NoNodeError:
+        return []
+
+
+def describe_topics(client, topics: list[str], timeout_s: float = ZK_TIMEOUT_S) -> dict[str, list[PartitionInfo] | None]:
+    """Per topic its partitions (None for a topic that does not exist)."""
+    topic_results = {t: client.get_async(layout.topic(t)) for t in topics}
+    assignments = {}
+    for topic, result in topic_results.items():
+        try:
+            assignments[topic] = codecs.decode_topic(topic, wait(result, timeout_s)[0])
+        except NoNodeError:
+            assignments[topic] = None
+    state_results = {
+        (t, p): client.get_async(layout.partition_state(t, p))
+        for t, a in assignments.items() if a is not None for p in a.partitions
+    }
+    described: dict[str, list[PartitionInfo] | None] = {}
+    for topic, assignment in assignments.items():
+        if assignment is None:
+            described[topic] = None
+            continue
+        described[topic] = [
+            _partition_info(topic, p, replicas, state_results[(topic, p)], timeout_s)
+            for p, replicas in sorted(assignment.partitions.items())
+        ]
+    return described
+
+
+def _partition_info(topic, partition, replicas, result, timeout_s) -> PartitionInfo:
+    try:
+        data, stat = wait(result, timeout_s)
+        state = codecs.decode_partition_state(layout.partition_state(topic, partition), data, stat.version)
+        return PartitionInfo(topic, partition, replicas, state.leader, state.leader_epoch, state.isr)
+    except NoNodeError:
+        return PartitionInfo(topic, partition, replicas, -1, -1, [])
+
+
+def live_brokers(client, timeout_s: float = ZK_TIMEOUT_S) -> list[codecs.BrokerRegistration]:
+    ids = [int(i) for i in wait(client.get_children_async(layout.BROKER_IDS), timeout_s) if i.isdigit()]
+    results = {i: client.get_async(layout.broker(i)) for i in ids}
+    brokers = []
+    for broker_id, result in sorted(results.items()):
+        try:
+            data, stat = wait(result, timeout_s)
+        except NoNodeError:
+            continue  # went away meanwhile
+        brokers.append(codecs.decode_broker(broker_id, data, stat.czxid))
+    return brokers

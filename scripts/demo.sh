@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make demo`: a local cluster (ZooKeeper + 3 brokers), a topic, kcat producing
+# and consuming, then the cluster's status and the topic's partitions. The
+# cluster keeps running afterwards; the last lines say how to stop it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KAFKACTL=.venv/bin/kafkactl
+TOPIC=demo
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+
+step kafkactl cluster up --brokers 3
+$KAFKACTL cluster up --brokers 3 >/dev/null
+BOOTSTRAP=$($KAFKACTL cluster status -o json | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["bootstrap_servers"])')
+
+# Replication factor 1 until replication between brokers lands (issue 3):
+# each of the 3 partitions is led by a different broker.
+step kafkactl topics create $TOPIC --partitions 3 --replication-factor 1 --if-not-exists
+$KAFKACTL topics create $TOPIC --partitions 3 --replication-factor 1 --if-not-exists
+
+step "seq 1 10 | sed 's/.*/key-&:hello &/' | kcat -b \$BOOTSTRAP -t $TOPIC -P -K: -X acks=all"
+seq 1 10 | sed 's/.*/key-&:hello &/' | kcat -b "$BOOTSTRAP" -t $TOPIC -P -K: -X acks=all
+
+step "kcat -b \$BOOTSTRAP -t $TOPIC -C -e -o beginning -f 'partition %p offset %o  %k = %s\n'"
+kcat -b "$BOOTSTRAP" -t $TOPIC -C -e -o beginning -q -f 'partition %p offset %o  %k = %s\n' | sort
+
+step kafkactl cluster status
+$KAFKACTL cluster status
+
+step kafkactl topics describe $TOPIC
+$KAFKACTL topics describe $TOPIC
+
+cat <<EOT
+
+The cluster is still running (bootstrap servers: $BOOTSTRAP).
+Try: .venv/bin/kafkactl topics list     kcat -b $BOOTSTRAP -L
+Stop it with:   .venv/bin/kafkactl cluster down           (add --purge to delete its data too)
+EOT
