@@ -163,6 +163,8 @@ class ZkAgent:
                 stat = self.client.exists(path)
                 if stat is not None and stat.ephemeralOwner == self.client.client_id[0]:
                     break
+                if self._remove_own_stale_registration(path, registration):
+                    continue
                 if time.monotonic() > deadline:
                     raise RegistrationError(
                         f"broker.id {cfg.broker_id} is registered by another live broker"
@@ -172,6 +174,29 @@ class ZkAgent:
         self.broker_epoch = self.client.exists(path).czxid
         self._led_this_incarnation.clear()
         log.info("registered broker %s (broker epoch %s)", cfg.broker_id, self.broker_epoch)
+
+    def _remove_own_stale_registration(self, path: str, registration) -> bool:
+        """Delete a leftover registration of this broker's previous process.
+
+        The node is provably stale when it advertises exactly our host and
+        port: this process holds that listening port now, so no other live
+        broker can be serving there. Deleting it (conditionally on its
+        version) saves waiting out the dead session's timeout after a crash.
+        """
+        try:
+            data, stat = self.client.get(path)
+            previous = codecs.decode_broker(self.config.broker_id, data)
+        except (NoNodeError, codecs.ZnodeFormatError):
+            return False
+        if (previous.host, previous.port) != (registration.host, registration.port):
+            return False
+        try:
+            self.client.delete(path, version=stat.version)
+            log.info("removed the stale registration of a previous incarnation of broker %s",
+                     self.config.broker_id)
+        except (NoNodeError, BadVersionError):
+            pass
+        return True
 
     # --- reading the cluster
 
