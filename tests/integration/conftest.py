@@ -36,3 +36,19 @@ def start_cluster(tmp_path):
             cluster.down()
         except Exception as error:  # keep tearing down the others
             print(f"teardown of {cluster.root} failed: {error}")
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(tmp_path_factory):
+    """One single-broker cluster for the whole session, for tests that only add
+    topics of their own (1 MiB segments) and never stop or reconfigure it.
+    Returns (cluster, status)."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("shared") / "cluster")
+    try:
+        status = cluster.up(brokers=1, overrides={"log.segment.bytes": "1048576"})
+        yield cluster, status
+    finally:
+        try:
+            cluster.down()
+        except Exception as error:
+            print(f"teardown of {cluster.root} failed: {error}")
