@@ -48,6 +48,7 @@ class ZkAgent:
         self.on_metadata = on_metadata
         self.clock_ms = clock_ms
         self.client = None
+        self.zk: zk_client.BoundedZk | None = None
         self.broker_epoch = -1
         self.cluster_id: str | None = None
         self._dirty = threading.Event()
@@ -63,6 +64,7 @@ class ZkAgent:
         self.client = zk_client.connect(
             cfg.zookeeper_connect, cfg.zookeeper_session_timeout_ms, cfg.zookeeper_connection_timeout_ms
         )
+        self.zk = zk_client.BoundedZk(self.client, ZK_CALL_TIMEOUT_S)
         self.client.add_listener(self._on_connection_state)
         self._ensure_persistent_paths()
         self.cluster_id = self._ensure_cluster_id()
@@ -119,25 +121,25 @@ class ZkAgent:
 
     def _ensure_persistent_paths(self) -> None:
         for path in layout.PERSISTENT_PATHS:
-            self.client.ensure_path(path)
-        if self.client.exists(layout.FEATURE) is None:
+            self.zk.ensure_path(path)
+        if self.zk.exists(layout.FEATURE) is None:
             try:
-                self.client.create(layout.FEATURE, codecs.encode_feature(), makepath=True)
+                self.zk.create(layout.FEATURE, codecs.encode_feature(), makepath=True)
             except NodeExistsError:
                 pass
 
     def _ensure_cluster_id(self) -> str:
         try:
-            data, _ = self.client.get(layout.CLUSTER_ID)
+            data, _ = self.zk.get(layout.CLUSTER_ID)
             return codecs.decode_cluster_id(data)
         except NoNodeError:
             pass
-        candidate = codecs.topic_id_to_string(__import__("uuid").uuid4())
+        candidate = codecs.new_topic_id()  # the same 22-character base64url uuid
         try:
-            self.client.create(layout.CLUSTER_ID, codecs.encode_cluster_id(candidate), makepath=True)
+            self.zk.create(layout.CLUSTER_ID, codecs.encode_cluster_id(candidate), makepath=True)
             return candidate
         except NodeExistsError:  # another broker won the race
-            data, _ = self.client.get(layout.CLUSTER_ID)
+            data, _ = self.zk.get(layout.CLUSTER_ID)
             return codecs.decode_cluster_id(data)
 
     def _register(self) -> None:
@@ -157,10 +159,10 @@ class ZkAgent:
         deadline = time.monotonic() + cfg.zookeeper_session_timeout_ms * 1.5 / 1000
         while True:
             try:
-                self.client.create(path, codecs.encode_broker(registration), ephemeral=True)
+                self.zk.create(path, codecs.encode_broker(registration), ephemeral=True)
                 break
             except NodeExistsError:
-                stat = self.client.exists(path)
+                stat = self.zk.exists(path)
                 if stat is not None and stat.ephemeralOwner == self.client.client_id[0]:
                     break
                 if self._remove_own_stale_registration(path, registration):
@@ -171,7 +173,7 @@ class ZkAgent:
                     ) from None
                 log.info("waiting for the previous registration of broker %s to expire", cfg.broker_id)
                 time.sleep(0.5)
-        self.broker_epoch = self.client.exists(path).czxid
+        self.broker_epoch = self.zk.exists(path).czxid
         self._led_this_incarnation.clear()
         log.info("registered broker %s (broker epoch %s)", cfg.broker_id, self.broker_epoch)
 
@@ -184,14 +186,14 @@ class ZkAgent:
         version) saves waiting out the dead session's timeout after a crash.
         """
         try:
-            data, stat = self.client.get(path)
+            data, stat = self.zk.get(path)
             previous = codecs.decode_broker(self.config.broker_id, data)
         except (NoNodeError, codecs.ZnodeFormatError):
             return False
         if (previous.host, previous.port) != (registration.host, registration.port):
             return False
         try:
-            self.client.delete(path, version=stat.version)
+            self.zk.delete(path, version=stat.version)
             log.info("removed the stale registration of a previous incarnation of broker %s",
                      self.config.broker_id)
         except (NoNodeError, BadVersionError):
@@ -314,10 +316,10 @@ class ZkAgent:
             data = codecs.encode_partition_state(claim.state)
             try:
                 if claim.expected_zk_version is None:
-                    self.client.ensure_path(layout.partition(claim.topic, claim.partition))
-                    self.client.create(path, data)
+                    self.zk.ensure_path(layout.partition(claim.topic, claim.partition))
+                    self.zk.create(path, data)
                 else:
-                    self.client.set(path, data, version=claim.expected_zk_version)
+                    self.zk.set(path, data, version=claim.expected_zk_version)
                 self._led_this_incarnation.add((claim.topic, claim.partition))
                 log.info("leading %s-%s at leader epoch %s", claim.topic, claim.partition, claim.state.leader_epoch)
             except (NodeExistsError, BadVersionError):
@@ -339,11 +341,11 @@ class ZkAgent:
 
     def allocate_producer_id_block(self) -> codecs.ProducerIdBlock:
         for _ in range(10):
-            data, stat = self.client.get(layout.LATEST_PRODUCER_ID_BLOCK)
+            data, stat = self.zk.get(layout.LATEST_PRODUCER_ID_BLOCK)
             current = codecs.decode_producer_id_block(data) if data else None
             block = codecs.next_producer_id_block(current, self.config.broker_id)
             try:
-                self.client.set(
+                self.zk.set(
                     layout.LATEST_PRODUCER_ID_BLOCK,
                     codecs.encode_producer_id_block(block),
                     version=stat.version,

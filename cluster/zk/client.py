@@ -80,3 +80,33 @@ def close(client: KazooClient) -> None:
         client.stop()
     finally:
         client.close()
+
+
+class BoundedZk:
+    """kazoo's synchronous calls, each bounded by `timeout_s`.
+
+    Raises what kazoo raises (NoNodeError, NodeExistsError, BadVersionError…)
+    or ZooKeeperUnavailable when ZooKeeper does not answer in time.
+    """
+
+    def __init__(self, client: KazooClient, timeout_s: float) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+
+    def create(self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
+        return wait(self.client.create_async(path, value, ephemeral=ephemeral, makepath=makepath), self.timeout_s)
+
+    def get(self, path: str):
+        return wait(self.client.get_async(path), self.timeout_s)
+
+    def set(self, path: str, value: bytes, version: int = -1):
+        return wait(self.client.set_async(path, value, version), self.timeout_s)
+
+    def exists(self, path: str):
+        return wait(self.client.exists_async(path), self.timeout_s)
+
+    def delete(self, path: str, version: int = -1) -> None:
+        wait(self.client.delete_async(path, version), self.timeout_s)
+
+    def ensure_path(self, path: str) -> None:
+        wait(self.client.ensure_path_async(path), self.timeout_s)
