@@ -64,9 +64,9 @@ class Broker:
             dirs.append(LogDir(path, self.config.media_of(path)))  # None: detected
         return dirs
 
-    def _on_metadata(self, snapshot) -> None:
+    def _on_metadata(self, snapshot, granted: set[tuple[str, int]]) -> None:
         self.metadata.replace(snapshot)
-        self.replica_manager.apply_metadata(snapshot)
+        self.replica_manager.apply_metadata(snapshot, granted)
 
     def start(self) -> None:
         self.log_manager.startup()

@@ -129,7 +129,13 @@ class ReplicaManager:
 
     # --- metadata (zk-agent thread)
 
-    def apply_metadata(self, snapshot: MetadataSnapshot) -> None:
+    def apply_metadata(self, snapshot: MetadataSnapshot, granted: set[tuple[str, int]]) -> None:
+        """Host the partitions assigned here; lead those whose leadership was granted.
+
+        A state znode naming this broker as leader may be left from an earlier
+        incarnation: only leadership granted to this incarnation (`granted`)
+        makes it act as leader, so it never appends under a stale epoch.
+        """
         for name, topic in snapshot.topics.items():
             if name in snapshot.deleting_topics:
                 continue
@@ -141,7 +147,10 @@ class ReplicaManager:
                 partition = self._get_or_create(name, index)
                 state = topic.states.get(index)
                 if state is not None:
-                    partition.update_role(state.leader, state.leader_epoch, state.isr, replicas)
+                    leader = state.leader
+                    if leader == self.broker_id and (name, index) not in granted:
+                        leader = -1
+                    partition.update_role(leader, state.leader_epoch, state.isr, replicas)
         self._notify_data()
 
     def _update_topic_config(self, topic: str, overrides: dict[str, str]) -> None:

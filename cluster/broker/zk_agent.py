@@ -41,7 +41,7 @@ class ZkAgent:
     def __init__(
         self,
         config: BrokerConfig,
-        on_metadata: Callable[[MetadataSnapshot], None],
+        on_metadata: Callable[[MetadataSnapshot, set[tuple[str, int]]], None],
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config
@@ -204,13 +204,13 @@ class ZkAgent:
 
     def refresh(self) -> None:
         snapshot = self._read_snapshot()
-        self.on_metadata(snapshot)
+        self.on_metadata(snapshot, set(self._led_this_incarnation))
         claims = interim_leadership_claims(
             snapshot, self.config.broker_id, self._led_this_incarnation
         )
         if claims:
             self._write_claims(claims, snapshot.controller_epoch)
-            self.on_metadata(self._read_snapshot())
+            self.on_metadata(self._read_snapshot(), set(self._led_this_incarnation))
 
     def _get_all(self, paths: list[str], watch: bool) -> dict[str, tuple[bytes, object] | None]:
         callback = self._on_watch if watch else None

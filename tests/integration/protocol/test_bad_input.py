@@ -178,11 +178,16 @@ def test_fetch_with_stale_leader_epoch_is_fenced(start_cluster):
     cluster.stop_broker(1)
     c = client(cluster.up().broker(1))
     create_topic(c, "fenced")
-    metadata = c.request(metadata12.MetadataRequest(
-        topics=(metadata12.MetadataRequestTopic(topic_id=None, name="fenced"),),
-        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-    epoch = metadata.topics[0].partitions[0].leader_epoch
-    assert epoch >= 1
+    def leader_epoch():
+        metadata = c.request(metadata12.MetadataRequest(
+            topics=(metadata12.MetadataRequestTopic(topic_id=None, name="fenced"),),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        return metadata.topics[0].partitions[0].leader_epoch
+
+    deadline = time.monotonic() + 20
+    while (epoch := leader_epoch()) < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert epoch == 1
 
     def fetch(current_leader_epoch):
         request = fetch12.FetchRequest(
