@@ -1,0 +1,94 @@
+"""ReplicaManager and Partition on real logs in a temp dir (no processes)."""
+
+import time
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.config import from_properties
+from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
+from kafkactl.cluster.broker.replica_manager import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaManager
+from kafkactl.cluster.log.manager import LogDir, LogManager
+from kafkactl.cluster.protocol.record_batch import build_batch
+from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
+
+NOW_MS = 1_700_000_000_000
+
+
+def batch(count=2):
+    return build_batch([(b"k", b"v%d" % i, None, NOW_MS + i) for i in range(count)])
+
+
+@pytest.fixture
+def manager(tmp_path):
+    config, _ = from_properties({
+        "broker.id": "1", "zookeeper.connect": "z:1",
+        "log.dirs": f"{tmp_path}/a", "log.dir.media": f"{tmp_path}/a:ssd",
+    })
+    logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
+    logs.startup()
+    yield ReplicaManager(config, logs, lambda: NOW_MS)
+    logs.shutdown()
+
+
+def snapshot(leader=1, epoch=0, isr=(1,), config=None):
+    assignment = TopicAssignment({0: [1, 2]})
+    state = PartitionState(leader=leader, leader_epoch=epoch, isr=list(isr), controller_epoch=1)
+    brokers = {b: BrokerRegistration(b, "h", 9000 + b, ()) for b in (1, 2)}
+    return MetadataSnapshot(brokers=brokers, topics={"t": TopicMetadata("t", assignment, {0: state}, config or {})})
+
+
+def test_leader_appends_and_commits_alone(manager):
+    manager.apply_metadata(snapshot(), granted={("t", 0)})
+    result = manager.append("t", 0, batch(3), required_acks=-1)
+    assert result.error == ErrorCode.none and (result.base_offset, result.last_offset) == (0, 2)
+    assert manager.wait_for_commit("t", 0, result.last_offset, time.monotonic() + 1)
+    read = manager.read("t", 0, 0, 1 << 20, current_leader_epoch=0, min_one_batch=True)
+    assert read.error == ErrorCode.none and read.high_watermark == 3 and read.size > 0
+    assert manager.offset_for("t", 0, EARLIEST_TIMESTAMP, -1)[1] == 0
+    assert manager.offset_for("t", 0, LATEST_TIMESTAMP, -1)[1] == 3
+    assert manager.offset_for("t", 0, NOW_MS + 1, -1)[1] == 1
+
+
+def test_leadership_not_granted_to_this_incarnation_is_not_acted_on(manager):
+    manager.apply_metadata(snapshot(leader=1), granted=set())
+    assert manager.append("t", 0, batch(), 1).error == ErrorCode.not_leader_or_follower
+    read = manager.read("t", 0, 0, 1024, -1, True)
+    assert read.error == ErrorCode.not_leader_or_follower
+
+
+def test_follower_refuses_produce(manager):
+    manager.apply_metadata(snapshot(leader=2, isr=(2, 1)), granted=set())
+    assert manager.append("t", 0, batch(), 1).error == ErrorCode.not_leader_or_follower
+
+
+def test_acks_all_below_min_insync_replicas_appends_nothing(manager):
+    manager.apply_metadata(snapshot(config={"min.insync.replicas": "2"}), granted={("t", 0)})
+    assert manager.append("t", 0, batch(), -1).error == ErrorCode.not_enough_replicas
+    assert manager.get("t", 0).log.log_end_offset == 0
+    assert manager.append("t", 0, batch(), 1).error == ErrorCode.none  # acks=1 is not bound by it
+
+
+def test_epochs_fence_reads_and_never_go_back(manager):
+    manager.apply_metadata(snapshot(epoch=3), granted={("t", 0)})
+    manager.append("t", 0, batch(), 1)
+    assert manager.read("t", 0, 0, 1024, 2, True).error == ErrorCode.fenced_leader_epoch
+    assert manager.read("t", 0, 0, 1024, 4, True).error == ErrorCode.unknown_leader_epoch
+    manager.apply_metadata(snapshot(leader=2, epoch=2), granted=set())  # stale view
+    assert manager.get("t", 0).leader_epoch == 3 and manager.get("t", 0).is_leader
+
+
+def test_reads_between_high_watermark_and_end_are_empty_and_beyond_are_out_of_range(manager):
+    manager.apply_metadata(snapshot(), granted={("t", 0)})
+    manager.append("t", 0, batch(2), 1)
+    at_end = manager.read("t", 0, 2, 1024, -1, True)
+    assert at_end.error == ErrorCode.none and at_end.region is None
+    assert manager.read("t", 0, 3, 1024, -1, True).error == ErrorCode.offset_out_of_range
+
+
+def test_corrupt_batch_is_refused_and_nothing_written(manager):
+    manager.apply_metadata(snapshot(), granted={("t", 0)})
+    corrupt = bytearray(batch())
+    corrupt[-1] ^= 1
+    assert manager.append("t", 0, bytes(corrupt), 1).error == ErrorCode.corrupt_message
+    assert manager.get("t", 0).log.log_end_offset == 0
