@@ -399,9 +399,9 @@ class Log:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the earliest record with timestamp >= timestamp_ms.
 
-        Exact per record for uncompressed and gzip batches; for snappy, lz4
-        and zstd batches the batch's base offset and max timestamp (see
-        LogSegment.find_offset_by_timestamp). None if no record qualifies.
+        Exact per record for every codec (compressed candidates are
+        decompressed, see LogSegment.find_offset_by_timestamp). None if no
+        record qualifies.
         The ListOffsets sentinels (-1 latest, -2 earliest) are the broker's to
         map to the high watermark / log_start_offset.
         """

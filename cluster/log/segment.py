@@ -11,6 +11,7 @@ Log's lock, so they never look at bytes an append is still writing.
 
 from __future__ import annotations
 
+import logging
 import os
 import weakref
 from collections.abc import Iterator
@@ -23,15 +24,16 @@ from kafkactl.cluster.log.index import OffsetIndex
 from kafkactl.cluster.log.recovery import BatchCallback, ScanResult, check_index_files, scan_log_file
 from kafkactl.cluster.log.time_index import TimeIndex
 from kafkactl.cluster.protocol.record_batch import (
-    CODEC_GZIP,
-    CODEC_NONE,
     HEADER_SIZE,
     INT32_MAX,
     MIN_BATCH_LENGTH,
     BatchHeader,
+    RecordBatchError,
     iter_records,
     parse_header,
 )
+
+logger = logging.getLogger(__name__)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -361,11 +363,8 @@ class LogSegment:
                                  max_position: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= timestamp_ms.
 
-        Exact per record for uncompressed and gzip batches; for snappy, lz4
-        and zstd batches the answer is the batch's base offset (or
-        start_offset) with the batch's max timestamp, since the broker does
-        not decompress them: a consumer seeking there may see a few earlier
-        records.
+        Exact per record for every codec: the candidate batch is read and,
+        if compressed, decompressed (this is the only path that does).
         """
         entry = self.time_index.lookup(timestamp_ms)
         start = self.offset_index.lookup(max(entry.offset, start_offset)).position
@@ -379,12 +378,17 @@ class LogSegment:
 
     def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp_ms: int,
                                   start_offset: int) -> tuple[int, int] | None:
-        if header.codec not in (CODEC_NONE, CODEC_GZIP):
-            return max(header.base_offset, start_offset), header.max_timestamp
         batch = os.pread(self.file.fileno(), header.size_bytes, position)
-        for record in iter_records(batch):
-            if record.timestamp >= timestamp_ms and record.offset >= start_offset:
-                return record.offset, record.timestamp
+        try:
+            for record in iter_records(batch):
+                if record.timestamp >= timestamp_ms and record.offset >= start_offset:
+                    return record.offset, record.timestamp
+        except RecordBatchError as error:
+            # The batch passed its CRC when stored, so the client wrote a
+            # payload we cannot decode; the batch itself is still a correct,
+            # if coarser, answer.
+            logger.warning("%s: answering by batch at offset %d: %s", self.file, header.base_offset, error)
+            return max(header.base_offset, start_offset), header.max_timestamp
         return None
 
     # --- truncation, flush, close, delete ----------------------------------

@@ -20,13 +20,13 @@ occupies batchLength + 12 bytes. The CRC is CRC32C over bytes 21..end.
 
 from __future__ import annotations
 
-import gzip
 import struct
-import zlib
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import crc32c as _crc32c_module
+
+from kafkactl.cluster.protocol.compression import DecompressionError, compress, decompress
 
 # Looked up through the module global on every call so tests can count the
 # CRC passes an append makes.
@@ -383,17 +383,15 @@ def build_batch(
     """A valid magic v2 batch of (key, value, headers, timestamp_ms) records.
 
     baseTimestamp is the first record's timestamp, as Kafka's producer does.
-    Codecs: none and gzip (standard library); others raise ValueError.
+    Any codec; payloads are compressed as Kafka's clients do.
     """
     if not records:
         raise ValueError("a batch needs at least one record")
-    if codec not in (CODEC_NONE, CODEC_GZIP):
-        raise ValueError(f"build_batch supports codecs none and gzip, not {codec}")
     base_timestamp = records[0][3]
     body = bytearray()
     for delta, (key, value, headers, timestamp) in enumerate(records):
         _encode_record(body, delta, timestamp - base_timestamp, key, value, headers or ())
-    payload = gzip.compress(bytes(body), mtime=0) if codec == CODEC_GZIP else bytes(body)
+    payload = compress(codec, bytes(body)) if codec != CODEC_NONE else bytes(body)
     attributes = codec | (TRANSACTIONAL_MASK if transactional else 0)
     max_timestamp = max(record[3] for record in records)
     batch = bytearray(HEADER_SIZE)
@@ -407,11 +405,7 @@ def build_batch(
 
 
 def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
-    """The records of one batch (codecs none and gzip).
-
-    Raises UnsupportedCompressionTypeError for snappy, lz4 and zstd, which the
-    broker has no reason to decompress.
-    """
+    """The records of one batch, decompressed (never used on the data path)."""
     return list(iter_records(batch))
 
 
@@ -420,14 +414,13 @@ def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
     if header.size_bytes > len(batch):
         raise CorruptRecordError("batch is truncated")
     payload = bytes(memoryview(batch)[HEADER_SIZE:header.size_bytes])
-    if header.codec == CODEC_GZIP:
+    if header.codec not in CODEC_NAMES:
+        raise UnsupportedCompressionTypeError(f"unknown compression codec {header.codec}")
+    if header.codec != CODEC_NONE:
         try:
-            payload = zlib.decompress(payload, 47)  # 32 + 15: gzip or zlib header
-        except zlib.error as error:
-            raise CorruptRecordError(f"gzip payload does not decompress: {error}") from error
-    elif header.codec != CODEC_NONE:
-        raise UnsupportedCompressionTypeError(
-            f"cannot decode {CODEC_NAMES.get(header.codec, header.codec)} records")
+            payload = decompress(header.codec, payload)
+        except DecompressionError as error:
+            raise CorruptRecordError(f"payload does not decompress: {error}") from error
     position = 0
     for _ in range(header.record_count):
         record, position = _decode_record(payload, position, header)
