@@ -31,7 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning(warning)
 
-    from kafkactl.cluster.broker.broker import Broker  # after config: fail fast and cheap
+    # Imported after the config is read, so a bad config fails fast and cheap.
+    from kafkactl.cluster.broker.broker import Broker
+    from kafkactl.cluster.broker.zk_agent import RegistrationError
+    from kafkactl.cluster.log.errors import KafkaStorageError
+    from kafkactl.cluster.zk.client import ZooKeeperUnavailable
 
     broker = Broker(config)
     stop = threading.Event()
@@ -39,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         broker.start()
+    except (ZooKeeperUnavailable, RegistrationError, KafkaStorageError) as error:
+        log.error("broker failed to start: %s", error)  # an operating error: no traceback
+        return 1
     except Exception as error:
         log.exception("broker failed to start: %s", error)
         return 1
