@@ -183,6 +183,26 @@ def watermarks(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, int
         consumer.close()
 
 
+def wait_for_leaders(bootstrap: str, *topics: str, timeout_s: float = 15.0) -> None:
+    """Wait until each topic's partition 0 answers ListOffsets without error.
+
+    A (re)started broker registers in ZooKeeper, which is all `cluster.up()`
+    waits for, and takes leadership a moment later; until then requests get
+    NOT_LEADER_OR_FOLLOWER, which clients retry but a single request does not.
+    """
+    from confluent_kafka import KafkaException
+
+    def answers(topic: str) -> bool:
+        try:
+            watermarks(bootstrap, topic)
+            return True
+        except KafkaException:
+            return False
+
+    for topic in topics:
+        wait_until(lambda: answers(topic), timeout_s, what=f"a leader for {topic}-0")
+
+
 # ---- the CLI --------------------------------------------------------------
 
 def kafkactl_up(cluster_dir: Path, config_home: Path, timeout_s: float = 120) -> dict:

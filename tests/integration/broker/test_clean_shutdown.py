@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from broker_support import (kafka_python_consume, log_tail, partition_dir, unique_topic,
-                            watermarks)
+                            wait_for_leaders, watermarks)
 from kazoo.client import KazooClient
 
 COUNTS = {"big": 1000, "small": 10}
@@ -88,6 +88,7 @@ def test_sigterm_deregisters_writes_checkpoints_and_restarts_clean(start_cluster
 
     restarted = cluster.up()
     assert restarted.broker(1).alive
+    wait_for_leaders(bootstrap, *topics.values())
     for log_dir in restarted.broker(1).log_dirs:
         assert not (Path(log_dir) / ".kafka_cleanshutdown").exists(), "marker kept after start-up"
     for name, topic in topics.items():

@@ -98,3 +98,37 @@ def test_confluent_idempotent_producer_and_assign_consumer(shared_cluster):
     _check_confluent_messages(confluent_consume(status.bootstrap_servers, topic, COUNT))
     _check_kafka_python_records(kafka_python_consume(status.bootstrap_servers, topic, COUNT))
     _check_idempotent_batches(status, topic)
+
+
+def test_consumers_start_in_the_middle_of_a_batch(shared_cluster):
+    """A fetch from an offset inside a (compressed) batch returns the whole batch;
+    both clients must start exactly at the offset they asked for."""
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaProducer
+
+    _, status = shared_cluster
+    topic = unique_topic("mid-batch")
+    producer = KafkaProducer(bootstrap_servers=status.bootstrap_servers, compression_type="gzip",
+                             linger_ms=50)
+    try:
+        for i in range(100):
+            producer.send(topic, value=b"mid-%d" % i, partition=0)
+        producer.flush()
+    finally:
+        producer.close()
+    batches = stored_batches(partition_dir(status, topic))
+    assert batches[0].record_count > 40 and batches[0].codec == 1  # one gzip batch holds 0..41
+
+    records = kafka_python_consume(status.bootstrap_servers, topic, 100 - 41, start=41)
+    assert [(r.offset, r.value) for r in records] == [(i, b"mid-%d" % i) for i in range(41, 100)]
+
+    consumer = Consumer({"bootstrap.servers": status.bootstrap_servers, "group.id": unique_topic("g"),
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 41)])
+        message = None
+        while message is None:
+            message = consumer.poll(10)
+        assert message.error() is None and (message.offset(), message.value()) == (41, b"mid-41")
+    finally:
+        consumer.close()

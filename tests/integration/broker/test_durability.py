@@ -16,7 +16,7 @@ import time
 import pytest
 from broker_support import (confluent_consume, kafka_python_consume, kafkactl_up, log_tail,
                             partition_dir, read_batches, segment_files, stored_batches,
-                            unique_topic, wait_until, watermarks)
+                            unique_topic, wait_for_leaders, wait_until, watermarks)
 
 pytestmark = pytest.mark.slow
 
@@ -188,6 +188,7 @@ def test_torn_segment_tail_is_cut_to_whole_batches(start_cluster):
         kept[name] = (segment, last.position, last.base_offset)
 
     status = cluster.up()
+    wait_for_leaders(bootstrap, *topics.values())
     for name, topic in topics.items():
         segment, whole_bytes, next_offset = kept[name]
         assert os.path.getsize(segment) == whole_bytes, (

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from broker_support import RawClient, encode_batch, unique_topic, watermarks
+from broker_support import RawClient, encode_batch, unique_topic, wait_for_leaders, watermarks
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.types import ProducerId, TopicName
@@ -90,6 +90,7 @@ def test_retry_after_a_crash_is_not_written_twice(start_cluster):
         assert _produce(client, topic, batch) == (ErrorCode.none, 0)
     cluster.kill_broker(1)
     cluster.up()
+    wait_for_leaders(status.bootstrap_servers, topic)
     with RawClient(broker.host, broker.port) as client:
         error, offset = _produce(client, topic, batch)
         assert error in (ErrorCode.none, ErrorCode.duplicate_sequence_number) and offset == 0, (

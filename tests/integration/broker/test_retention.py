@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from broker_support import (confluent_consume, kafka_python_consume, partition_dir,
-                            segment_files, stored_batches, unique_topic, wait_until, watermarks)
+                            segment_files, stored_batches, unique_topic, wait_for_leaders, wait_until, watermarks)
 
 SEGMENT_BYTES = 16384
 RETENTION_BYTES = 65536
@@ -57,7 +57,7 @@ def _no_deleted_files(directory) -> bool:
 
 
 def test_retention_bytes_deletes_oldest_segments(start_cluster):
-    _, status = start_cluster(overrides={**FAST_RETENTION, "log.retention.bytes": str(RETENTION_BYTES)})
+    cluster, status = start_cluster(overrides={**FAST_RETENTION, "log.retention.bytes": str(RETENTION_BYTES)})
     bootstrap = status.bootstrap_servers
     topic = unique_topic("retention-bytes")
     count = 2000  # about 480 KiB: some 30 segments of 16 KiB
@@ -80,6 +80,13 @@ def test_retention_bytes_deletes_oldest_segments(start_cluster):
     earliest, latest = watermarks(bootstrap, topic)
     assert (earliest, latest) == (first_base, count)
     assert stored_batches(directory)[0].base_offset == earliest
+    _check_served_from_earliest(bootstrap, topic, count, earliest)
+
+    # A crash does not bring deleted records back or lose the start offset.
+    cluster.kill_broker(1)
+    cluster.up()
+    wait_for_leaders(bootstrap, topic)
+    assert watermarks(bootstrap, topic) == (earliest, count)
     _check_served_from_earliest(bootstrap, topic, count, earliest)
 
 
