@@ -62,7 +62,7 @@ def test_fetch_on_empty_partition_waits_max_wait(empty_topic):
     partition = _partition(response)
     assert partition.error_code == ErrorCode.none
     assert (partition.high_watermark, partition.records or b"") == (0, b"")
-    assert 1.9 <= elapsed <= 2.6, f"empty fetch answered after {elapsed:.2f} s, max_wait is 2 s"
+    assert 1.9 <= elapsed <= 2.8, f"empty fetch answered after {elapsed:.2f} s, max_wait is 2 s"
 
 
 def test_fetch_returns_as_soon_as_a_message_arrives(empty_topic):
@@ -75,8 +75,8 @@ def test_fetch_returns_as_soon_as_a_message_arrives(empty_topic):
     partition = _partition(response)
     assert partition.error_code == ErrorCode.none and partition.high_watermark == 1
     assert b"wake-up" in (partition.records or b""), "the fetch returned without the new message"
-    assert 0.4 <= elapsed <= 1.3, f"fetch answered after {elapsed:.2f} s; message sent at 0.5 s"
-    assert answered_at - acked_at[0] < 0.3, "fetch lagged the acknowledged produce"
+    assert 0.4 <= elapsed <= 1.5, f"fetch answered after {elapsed:.2f} s; message sent at 0.5 s"
+    assert answered_at - acked_at[0] < 0.5, "fetch lagged the acknowledged produce"
 
 
 def test_fetch_waits_for_min_bytes(empty_topic):
@@ -87,5 +87,5 @@ def test_fetch_waits_for_min_bytes(empty_topic):
     sender.join(10)
     partition = _partition(response)
     # Not enough bytes ever arrive: the broker answers at max_wait with what it has.
-    assert 1.9 <= elapsed <= 2.6, f"fetch answered after {elapsed:.2f} s"
+    assert 1.9 <= elapsed <= 2.8, f"fetch answered after {elapsed:.2f} s"
     assert b"small" in (partition.records or b"")
