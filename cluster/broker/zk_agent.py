@@ -68,7 +68,10 @@ class ZkAgent:
         self.client.add_listener(self._on_connection_state)
         self._ensure_persistent_paths()
         self.cluster_id = self._ensure_cluster_id()
-        self.refresh()  # logs and leadership ready before we announce ourselves
+        # Host our partitions' logs before announcing ourselves; claim
+        # leadership only once registered (a leftover registration of our
+        # previous process must not count as being alive).
+        self.refresh(claim_leadership=False)
         self._register()
         self.refresh()
         self._thread = threading.Thread(target=self._run, name="zk-agent", daemon=True)
@@ -202,9 +205,11 @@ class ZkAgent:
 
     # --- reading the cluster
 
-    def refresh(self) -> None:
+    def refresh(self, claim_leadership: bool = True) -> None:
         snapshot = self._read_snapshot()
         self.on_metadata(snapshot, set(self._led_this_incarnation))
+        if not claim_leadership:
+            return
         claims = interim_leadership_claims(
             snapshot, self.config.broker_id, self._led_this_incarnation
         )
