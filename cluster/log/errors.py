@@ -59,3 +59,15 @@ class OffsetsOutOfOrderError(LogError):
 
 class CorruptIndexError(KafkaStorageError):
     """An offset or time index that fails its sanity check; recovery rebuilds it."""
+
+
+class OutOfOrderSequenceError(LogError):
+    """An idempotent producer's batch does not follow its previous one."""
+
+    error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(LogError):
+    """A batch from an older epoch of a producer that has moved on."""
+
+    error_code = 47  # INVALID_PRODUCER_EPOCH

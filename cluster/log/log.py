@@ -27,6 +27,7 @@ from kafkactl.cluster.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from kafkactl.cluster.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache
+from kafkactl.cluster.log.producer_state import ProducerStateManager
 from kafkactl.cluster.log.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -104,6 +105,7 @@ class Log:
         self._pending_deletion: list[tuple[int, LogSegment]] = []
         self._last_flush_ms = clock_ms()
         self._truncations = 0  # bumped by truncation, so a flush racing it keeps its recovery point
+        self._producer_state = ProducerStateManager()
         self._dir_dirty = False
         self._closed = False
 
@@ -135,6 +137,7 @@ class Log:
             segments = [LogSegment.create(self.dir_path, max(log_start_offset or 0, 0), self.config, now)]
         self._set_segments(tuple(segments))
         self._log_end_offset = segments[-1].next_offset
+        self._rebuild_producer_state()
         start = max(log_start_offset or 0, segments[0].base_offset)
         if start > self._log_end_offset:
             logger.warning("%s: log start offset %d beyond log end offset %d; using the end",
@@ -146,6 +149,12 @@ class Log:
             segment.flush()
         fsync_dir(self.dir_path)
         self._recovery_point = self._log_end_offset
+
+    def _rebuild_producer_state(self) -> None:
+        """Idempotent producers' last batches, from the batch headers in the log."""
+        self._producer_state.clear()
+        for segment in self._segments:
+            self._producer_state.update([h for _, h in segment.iter_headers(0, segment.size_bytes)])
 
     def _remove_leftovers(self) -> list[int]:
         """Delete files a crash left behind; return the base offsets of `.log` files.
@@ -283,6 +292,12 @@ class Log:
         buffer = records if isinstance(records, bytearray) else bytearray(records)
         with self._lock:
             self._ensure_open()
+            duplicate = self._producer_state.check(headers)
+            if duplicate is not None:
+                # A producer's retry of a batch already in the log: answer
+                # with the offsets it got the first time, append nothing.
+                return AppendInfo(duplicate.first_offset, duplicate.last_offset,
+                                  duplicate.max_timestamp, 0)
             now = self._clock_ms()
             first_offset = self._log_end_offset
             assign_offsets(buffer, headers, first_offset, leader_epoch)
@@ -292,6 +307,7 @@ class Log:
                 headers = stamp_log_append_time(buffer, headers, now)
                 append_time = now
             self._append(buffer, headers, now)
+            self._producer_state.update(headers)
             if leader_epoch >= 0:
                 self._epoch_cache.assign(leader_epoch, first_offset)
             flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
@@ -320,6 +336,7 @@ class Log:
                     f"log end offset {self._log_end_offset}",
                     headers[0].base_offset, self._log_end_offset)
             self._append(memoryview(records)[:size], headers, self._clock_ms())
+            self._producer_state.update(headers)
             for header in headers:
                 if header.partition_leader_epoch >= 0:
                     self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
@@ -496,6 +513,7 @@ class Log:
         self._log_start_offset = log_start_offset
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._epoch_cache.truncate_from_end(self._log_end_offset)
+        self._rebuild_producer_state()
         self._truncations += 1
 
     def delete_retained_segments(self) -> int:

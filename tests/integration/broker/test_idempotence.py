@@ -14,9 +14,6 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import ProducerId, TopicName
 
 PRODUCE_VERSION = 9
-NO_DEDUPLICATION = pytest.mark.xfail(
-    strict=True, reason="bug: the broker keeps no producer state; idempotent retries are "
-    "appended again (.bugs-from-tests.md #2)")
 
 
 def _init_producer_id(client: RawClient) -> tuple[int, int]:
@@ -50,7 +47,6 @@ def _create_topic(bootstrap: str, topic: str) -> None:
         producer.close()
 
 
-@NO_DEDUPLICATION
 def test_retried_batch_is_not_written_twice(shared_cluster):
     _, status = shared_cluster
     topic = unique_topic("idempotent")
@@ -75,7 +71,6 @@ def test_retried_batch_is_not_written_twice(shared_cluster):
         assert watermarks(status.bootstrap_servers, topic) == (0, 4)
 
 
-@NO_DEDUPLICATION
 @pytest.mark.slow
 def test_retry_after_a_crash_is_not_written_twice(start_cluster):
     """Producer state is rebuilt from the log: a batch acknowledged just before a
