@@ -20,6 +20,11 @@ log = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 600.0       # Kafka's connections.max.idle.ms
 SEND_TIMEOUT_S = 120.0
+# Each connection reads its requests into one buffer, reused while frames fit
+# in this size (produce requests are up to ~1 MB with default client settings);
+# a larger frame gets a buffer of its own, so an idle connection never holds
+# more than this.
+REUSED_FRAME_BUFFER_MAX = 4 * 1024 * 1024
 
 
 class ConnectionClosed(Exception):
@@ -74,10 +79,11 @@ class SocketServer:
 
     def _serve(self, connection: socket.socket, address) -> None:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        frames = FrameReader(connection, self.max_frame_bytes)
         try:
             while not self._stopping.is_set():
                 connection.settimeout(IDLE_TIMEOUT_S)
-                frame = self._read_frame(connection)
+                frame = frames.read()
                 response = self.dispatcher.dispatch(frame)
                 if response is not None:
                     connection.settimeout(SEND_TIMEOUT_S)
@@ -95,21 +101,44 @@ class SocketServer:
                 self._connections.discard(connection)
             connection.close()
 
-    def _read_frame(self, connection: socket.socket) -> bytes:
-        size = check_frame_size(_read_exactly(connection, 4), self.max_frame_bytes)
-        return _read_exactly(connection, size)
+
+class FrameReader:
+    """Reads the size-prefixed request frames of one connection.
+
+    `read` returns a read-only view of the frame that is valid until the next
+    `read`: the buffer is reused. The dispatcher only decodes it, and decoding
+    copies what it keeps (kio returns `bytes` for record data), so nothing
+    refers to the buffer once a request is handled. Reuse spares each request
+    an allocation, its zero-filling and a copy into `bytes`.
+    """
+
+    def __init__(self, connection: socket.socket, max_frame_bytes: int) -> None:
+        self._connection = connection
+        self._max_frame_bytes = max_frame_bytes
+        self._prefix = bytearray(4)
+        self._buffer = bytearray(64 * 1024)
+
+    def read(self) -> memoryview:
+        _recv_exactly(self._connection, memoryview(self._prefix))
+        size = check_frame_size(self._prefix, self._max_frame_bytes)
+        buffer = self._buffer
+        if size > len(buffer):
+            buffer = bytearray(size)
+            if size <= REUSED_FRAME_BUFFER_MAX:
+                self._buffer = buffer
+        view = memoryview(buffer)[:size]
+        _recv_exactly(self._connection, view)
+        return view.toreadonly()
 
 
-def _read_exactly(connection: socket.socket, size: int) -> bytes:
-    buffer = bytearray(size)
-    view = memoryview(buffer)
-    received = 0
+def _recv_exactly(connection: socket.socket, view: memoryview) -> None:
+    """Fill `view` from the connection; ConnectionClosed at end of stream."""
+    received, size = 0, len(view)
     while received < size:
         count = connection.recv_into(view[received:], size - received)
         if count == 0:
             raise ConnectionClosed()
         received += count
-    return bytes(buffer)
 
 
 def _send(connection: socket.socket, response) -> None:
