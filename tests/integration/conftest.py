@@ -52,3 +52,37 @@ def shared_cluster(tmp_path_factory):
             cluster.down()
         except Exception as error:
             print(f"teardown of {cluster.root} failed: {error}")
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory):
+    """A real standalone ZooKeeper for the session: its `host:port`."""
+    import os
+    import signal
+
+    from kafkactl.cluster.local import ZooKeeperCommand, procs
+    from kafkactl.cluster.local.ports import free_loopback_ports
+    from kafkactl.cluster.local.zookeeper import wait_ready, zoo_cfg
+
+    root = tmp_path_factory.mktemp("zookeeper")
+    port = free_loopback_ports(1)[0]
+    config = root / "zoo.cfg"
+    config.write_text(zoo_cfg(root / "data", port))
+    log_file = root / "zookeeper.log"
+    launched = procs.spawn(ZooKeeperCommand().argv(config, root), log_file, root)
+    try:
+        wait_ready("127.0.0.1", port, 30, lambda: procs.exit_code(launched.pid) is None,
+                   log_file, launched.log_offset)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.kill(launched.pid, signal.SIGKILL)
+        procs.exit_code(launched.pid)
+
+
+@pytest.fixture
+def zk_chroot(zookeeper_server, request):
+    """A connect string with a fresh chroot for one test, on the shared server."""
+    import re
+
+    name = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:80]
+    return f"{zookeeper_server}/{name}"
