@@ -1,0 +1,406 @@
+"""Controller-to-broker requests of ZooKeeper-mode Kafka, which kio lacks.
+
+Kafka 4.0 removed LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) and
+ControlledShutdown (7) with ZooKeeper mode, so kio, generated from Kafka
+4.x's message schemas, has no classes for them. These are written by hand in
+kio's conventions (frozen dataclasses with `__type__`, `__version__`,
+`__flexible__`, `__api_key__`, `__header_schema__` and a `kafka_type` per
+field), so kio's `entity_reader` / `entity_writer` serialize them like its
+own classes. Field order is wire order.
+
+One version of each, the last ZooKeeper-mode version before the KRaft
+migration fields (`IsKRaftController`) were added; all four are flexible, so
+requests use request header v2 and responses response header v1:
+
+| API                    | key | version | notes                                        |
+|------------------------|-----|---------|----------------------------------------------|
+| LeaderAndIsr           | 4   | 6       | PartitionEpoch (= the state znode's zkVersion), LeaderRecoveryState |
+| StopReplica            | 5   | 3       | per-partition LeaderEpoch and DeletePartition |
+| UpdateMetadata         | 6   | 7       | TopicId per topic                            |
+| ControlledShutdown     | 7   | 3       |                                              |
+
+No `from __future__ import annotations` here: kio reads field types at run
+time and needs real types, not strings.
+"""
+
+import uuid
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v2.header import RequestHeader
+from kio.schema.response_header.v1.header import ResponseHeader
+from kio.schema.types import BrokerId, TopicName
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i16, i32, i64
+
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+CONTROLLED_SHUTDOWN = 7
+
+# The one version of each control API that this project speaks.
+VERSIONS: dict[int, int] = {
+    LEADER_AND_ISR: 6,
+    STOP_REPLICA: 3,
+    UPDATE_METADATA: 7,
+    CONTROLLED_SHUTDOWN: 3,
+}
+
+# LeaderAndIsr `Type` (KIP-516): whether the request lists every partition.
+LEADER_AND_ISR_TYPE_INCREMENTAL = 0
+LEADER_AND_ISR_TYPE_FULL = 1
+
+# StopReplica LeaderEpoch sentinels.
+NO_EPOCH = -1               # stop regardless of the current leader epoch
+EPOCH_DURING_DELETE = -2    # topic deletion: stop regardless of the epoch
+
+# UpdateMetadata SecurityProtocol ids.
+SECURITY_PROTOCOL_PLAINTEXT = 0
+
+
+def _int8():
+    return {"kafka_type": "int8"}
+
+
+def _int16():
+    return {"kafka_type": "int16"}
+
+
+def _int32():
+    return {"kafka_type": "int32"}
+
+
+def _int64():
+    return {"kafka_type": "int64"}
+
+
+def _string():
+    return {"kafka_type": "string"}
+
+
+def _bool():
+    return {"kafka_type": "bool"}
+
+
+def _uuid():
+    return {"kafka_type": "uuid"}
+
+
+def _error_code():
+    return {"kafka_type": "error_code"}
+
+
+# --- LeaderAndIsr (4) v6 ------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrPartitionState:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    partition_index: i32 = field(metadata=_int32())
+    controller_epoch: i32 = field(metadata=_int32())
+    leader: BrokerId = field(metadata=_int32())
+    leader_epoch: i32 = field(metadata=_int32())
+    isr: tuple[BrokerId, ...] = field(metadata=_int32())
+    partition_epoch: i32 = field(metadata=_int32())
+    """The state znode's zkVersion: the leader's ISR writes are conditional on it."""
+    replicas: tuple[BrokerId, ...] = field(metadata=_int32())
+    adding_replicas: tuple[BrokerId, ...] = field(metadata=_int32(), default=())
+    removing_replicas: tuple[BrokerId, ...] = field(metadata=_int32(), default=())
+    is_new: bool = field(metadata=_bool(), default=False)
+    leader_recovery_state: i8 = field(metadata=_int8(), default=i8(0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrTopicState:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    topic_name: TopicName = field(metadata=_string())
+    topic_id: uuid.UUID | None = field(metadata=_uuid(), default=None)
+    """None is the zero uuid (kio's convention): no topic id known."""
+    partition_states: tuple[LeaderAndIsrPartitionState, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrLiveLeader:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    broker_id: BrokerId = field(metadata=_int32())
+    host_name: str = field(metadata=_string())
+    port: i32 = field(metadata=_int32())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    controller_id: BrokerId = field(metadata=_int32())
+    controller_epoch: i32 = field(metadata=_int32())
+    broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
+    type: i8 = field(metadata=_int8(), default=i8(LEADER_AND_ISR_TYPE_INCREMENTAL))
+    topic_states: tuple[LeaderAndIsrTopicState, ...]
+    live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrPartitionError:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    partition_index: i32 = field(metadata=_int32())
+    error_code: ErrorCode = field(metadata=_error_code())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrTopicError:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_id: uuid.UUID | None = field(metadata=_uuid(), default=None)
+    """None is the zero uuid (kio's convention): no topic id known."""
+    partition_errors: tuple[LeaderAndIsrPartitionError, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    error_code: ErrorCode = field(metadata=_error_code())
+    topics: tuple[LeaderAndIsrTopicError, ...]
+
+
+# --- StopReplica (5) v3 -------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaPartitionState:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    partition_index: i32 = field(metadata=_int32())
+    leader_epoch: i32 = field(metadata=_int32(), default=i32(NO_EPOCH))
+    delete_partition: bool = field(metadata=_bool())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaTopicState:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    topic_name: TopicName = field(metadata=_string())
+    partition_states: tuple[StopReplicaPartitionState, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    controller_id: BrokerId = field(metadata=_int32())
+    controller_epoch: i32 = field(metadata=_int32())
+    broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
+    topic_states: tuple[StopReplicaTopicState, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaPartitionError:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_name: TopicName = field(metadata=_string())
+    partition_index: i32 = field(metadata=_int32())
+    error_code: ErrorCode = field(metadata=_error_code())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReplicaResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    error_code: ErrorCode = field(metadata=_error_code())
+    partition_errors: tuple[StopReplicaPartitionError, ...]
+
+
+# --- UpdateMetadata (6) v7 ----------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataPartitionState:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(7)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    partition_index: i32 = field(metadata=_int32())
+    controller_epoch: i32 = field(metadata=_int32())
+    leader: BrokerId = field(metadata=_int32())
+    leader_epoch: i32 = field(metadata=_int32())
+    isr: tuple[BrokerId, ...] = field(metadata=_int32())
+    zk_version: i32 = field(metadata=_int32())
+    replicas: tuple[BrokerId, ...] = field(metadata=_int32())
+    offline_replicas: tuple[BrokerId, ...] = field(metadata=_int32(), default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataTopicState:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(7)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    topic_name: TopicName = field(metadata=_string())
+    topic_id: uuid.UUID | None = field(metadata=_uuid(), default=None)
+    """None is the zero uuid (kio's convention): no topic id known."""
+    partition_states: tuple[UpdateMetadataPartitionState, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataEndpoint:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(7)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    port: i32 = field(metadata=_int32())
+    host: str = field(metadata=_string())
+    listener: str = field(metadata=_string())
+    security_protocol: i16 = field(metadata=_int16())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataBroker:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(7)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    id: BrokerId = field(metadata=_int32())
+    endpoints: tuple[UpdateMetadataEndpoint, ...]
+    rack: str | None = field(metadata=_string(), default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(7)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    controller_id: BrokerId = field(metadata=_int32())
+    controller_epoch: i32 = field(metadata=_int32())
+    broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
+    topic_states: tuple[UpdateMetadataTopicState, ...]
+    live_brokers: tuple[UpdateMetadataBroker, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadataResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(7)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    error_code: ErrorCode = field(metadata=_error_code())
+
+
+# --- ControlledShutdown (7) v3 ------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    broker_id: BrokerId = field(metadata=_int32())
+    broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemainingPartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_name: TopicName = field(metadata=_string())
+    partition_index: i32 = field(metadata=_int32())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    error_code: ErrorCode = field(metadata=_error_code())
+    remaining_partitions: tuple[RemainingPartition, ...]
+
+
+# --- lookup -------------------------------------------------------------------
+
+class UnsupportedControlVersion(ValueError):
+    """A control API key or version this project does not speak."""
+
+
+_REQUESTS = {
+    LEADER_AND_ISR: LeaderAndIsrRequest,
+    STOP_REPLICA: StopReplicaRequest,
+    UPDATE_METADATA: UpdateMetadataRequest,
+    CONTROLLED_SHUTDOWN: ControlledShutdownRequest,
+}
+
+_RESPONSES = {
+    LEADER_AND_ISR: LeaderAndIsrResponse,
+    STOP_REPLICA: StopReplicaResponse,
+    UPDATE_METADATA: UpdateMetadataResponse,
+    CONTROLLED_SHUTDOWN: ControlledShutdownResponse,
+}
+
+
+def is_control_api(api_key: int) -> bool:
+    return api_key in VERSIONS
+
+
+def control_request_class(api_key: int, version: int):
+    _check(api_key, version)
+    return _REQUESTS[api_key]
+
+
+def control_response_class(api_key: int, version: int):
+    _check(api_key, version)
+    return _RESPONSES[api_key]
+
+
+def _check(api_key: int, version: int) -> None:
+    if VERSIONS.get(api_key) != version:
+        raise UnsupportedControlVersion(
+            f"control api_key {api_key} version {version}: only {VERSIONS} are defined")
