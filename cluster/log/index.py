@@ -141,23 +141,19 @@ class IndexFile:
             self._file = None
 
 
-class OffsetIndex:
-    def __init__(self, path: str | None, base_offset: int, max_index_bytes: int,
-                 relative_offsets: array | None = None, positions: array | None = None) -> None:
-        self.base_offset = base_offset
-        self.max_entries = max(1, max_index_bytes // OFFSET_ENTRY_SIZE)
-        # One tuple so a reader never pairs offsets of one generation with
-        # positions of another.
-        self._entries = (relative_offsets if relative_offsets is not None else array("i"),
-                         positions if positions is not None else array("i"))
-        self._file = IndexFile(path)
+class SparseIndex:
+    """What the offset and time indexes share: two parallel columns of entries
+    in memory, appended to their file, bounded by `segment.index.bytes`."""
 
-    @classmethod
-    def load(cls, path: str, base_offset: int, max_index_bytes: int) -> OffsetIndex:
-        """Read an existing `.index` file; raises CorruptIndexError on a bad length."""
-        with open(path, "rb") as file:
-            relative_offsets, positions = decode_offset_entries(file.read())
-        return cls(path, base_offset, max_index_bytes, relative_offsets, positions)
+    def __init__(self, path: str | None, base_offset: int, max_index_bytes: int,
+                 entry_size: int, entries: tuple[array, array]) -> None:
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // entry_size)
+        # One tuple, replaced whole, so a reader never pairs one column of
+        # one generation with the other column of another.
+        self._entries = entries
+        self._entry_size = entry_size
+        self._file = IndexFile(path)
 
     @property
     def path(self) -> str | None:
@@ -170,6 +166,48 @@ class OffsetIndex:
     @property
     def is_full(self) -> bool:
         return self.entry_count >= self.max_entries
+
+    def _keep_first(self, keep: int) -> None:
+        first, second = self._entries
+        if keep == len(first):
+            return
+        self._entries = (first[:keep], second[:keep])
+        self._file.truncate(keep * self._entry_size)
+
+    def reset(self, first: array, second: array) -> None:
+        """Replace every entry (index rebuild) and rewrite the file."""
+        self._entries = (first, second)
+        self._file.rewrite(self._encode(first, second))
+
+    def reset_from(self, other: SparseIndex) -> None:
+        self.reset(*other._entries)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def release(self) -> None:
+        self._file.release()
+
+    @staticmethod
+    def _encode(first: array, second: array) -> bytes:
+        raise NotImplementedError
+
+
+class OffsetIndex(SparseIndex):
+    def __init__(self, path: str | None, base_offset: int, max_index_bytes: int,
+                 relative_offsets: array | None = None, positions: array | None = None) -> None:
+        super().__init__(path, base_offset, max_index_bytes, OFFSET_ENTRY_SIZE, (
+            relative_offsets if relative_offsets is not None else array("i"),
+            positions if positions is not None else array("i")))
+
+    _encode = staticmethod(encode_offset_entries)
+
+    @classmethod
+    def load(cls, path: str, base_offset: int, max_index_bytes: int) -> OffsetIndex:
+        """Read an existing `.index` file; raises CorruptIndexError on a bad length."""
+        with open(path, "rb") as file:
+            relative_offsets, positions = decode_offset_entries(file.read())
+        return cls(path, base_offset, max_index_bytes, relative_offsets, positions)
 
     def entries(self) -> list[OffsetPosition]:
         relative_offsets, positions = self._entries
@@ -221,23 +259,4 @@ class OffsetIndex:
 
     def truncate_to_position(self, log_size_bytes: int) -> None:
         """Drop entries pointing at or beyond `log_size_bytes` (log truncation)."""
-        relative_offsets, positions = self._entries
-        keep = floor_entry(positions, log_size_bytes - 1) + 1
-        if keep == len(positions):
-            return
-        self._entries = (relative_offsets[:keep], positions[:keep])
-        self._file.truncate(keep * OFFSET_ENTRY_SIZE)
-
-    def reset(self, relative_offsets: array, positions: array) -> None:
-        """Replace every entry (index rebuild) and rewrite the file."""
-        self._entries = (relative_offsets, positions)
-        self._file.rewrite(encode_offset_entries(relative_offsets, positions))
-
-    def reset_from(self, other: OffsetIndex) -> None:
-        self.reset(*other._entries)
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def release(self) -> None:
-        self._file.release()
+        self._keep_first(floor_entry(self._entries[1], log_size_bytes - 1) + 1)

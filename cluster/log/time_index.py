@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.errors import CorruptIndexError
-from kafkactl.cluster.log.index import IndexFile, floor_entry
+from kafkactl.cluster.log.index import SparseIndex, floor_entry
 
 TIME_ENTRY_SIZE = 12
 _ENTRY = struct.Struct(">qi")
@@ -61,32 +61,20 @@ def encode_time_entries(timestamps: array, relative_offsets: array) -> bytes:
     return b"".join(_ENTRY.pack(t, o) for t, o in zip(timestamps, relative_offsets))
 
 
-class TimeIndex:
+class TimeIndex(SparseIndex):
     def __init__(self, path: str | None, base_offset: int, max_index_bytes: int,
                  timestamps: array | None = None, relative_offsets: array | None = None) -> None:
-        self.base_offset = base_offset
-        self.max_entries = max(1, max_index_bytes // TIME_ENTRY_SIZE)
-        self._entries = (timestamps if timestamps is not None else array("q"),
-                         relative_offsets if relative_offsets is not None else array("i"))
-        self._file = IndexFile(path)
+        super().__init__(path, base_offset, max_index_bytes, TIME_ENTRY_SIZE, (
+            timestamps if timestamps is not None else array("q"),
+            relative_offsets if relative_offsets is not None else array("i")))
+
+    _encode = staticmethod(encode_time_entries)
 
     @classmethod
     def load(cls, path: str, base_offset: int, max_index_bytes: int) -> TimeIndex:
         with open(path, "rb") as file:
             timestamps, relative_offsets = decode_time_entries(file.read())
         return cls(path, base_offset, max_index_bytes, timestamps, relative_offsets)
-
-    @property
-    def path(self) -> str | None:
-        return self._file.path
-
-    @property
-    def entry_count(self) -> int:
-        return len(self._entries[0])
-
-    @property
-    def is_full(self) -> bool:
-        return self.entry_count >= self.max_entries
 
     def entries(self) -> list[TimestampOffset]:
         timestamps, relative_offsets = self._entries
@@ -135,22 +123,4 @@ class TimeIndex:
 
     def truncate_to_offset(self, next_offset: int) -> None:
         """Drop entries for offsets >= next_offset (log truncation)."""
-        timestamps, relative_offsets = self._entries
-        keep = floor_entry(relative_offsets, next_offset - self.base_offset - 1) + 1
-        if keep == len(timestamps):
-            return
-        self._entries = (timestamps[:keep], relative_offsets[:keep])
-        self._file.truncate(keep * TIME_ENTRY_SIZE)
-
-    def reset(self, timestamps: array, relative_offsets: array) -> None:
-        self._entries = (timestamps, relative_offsets)
-        self._file.rewrite(encode_time_entries(timestamps, relative_offsets))
-
-    def reset_from(self, other: TimeIndex) -> None:
-        self.reset(*other._entries)
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def release(self) -> None:
-        self._file.release()
+        self._keep_first(floor_entry(self._entries[1], next_offset - self.base_offset - 1) + 1)
