@@ -1,0 +1,160 @@
+"""In-sync replica rules of a partition leader (pure: no locks, no clock, no I/O).
+
+The leader keeps one `FollowerState` per follower, updated on each of its
+fetches (KIP-392's "replica state"; seed 001):
+
+- `log_end_offset`: the follower's fetch offset, i.e. everything below it is
+  on the follower. -1 until its first fetch after this broker became leader.
+- `last_fetch_leader_log_end_offset` / `last_fetch_time_ms`: the leader's log
+  end offset and the time at the follower's previous fetch.
+- `last_caught_up_time_ms`: the last time the follower was known to have
+  everything the leader had. A fetch at or past the leader's current log end
+  offset proves it caught up now; a fetch at or past the leader's log end
+  offset of the previous fetch proves it was caught up at that fetch.
+- `pending_reads`: fetches that proved the follower caught up (offset at or
+  past the previous fetch's leader log end offset) and are still being
+  served; with `follower.fetch.pending.reads.insync.enable` they keep the
+  follower in sync, and the caught-up time becomes the time the fetch is
+  served rather than received, so a leader slow to serve reads does not
+  push its followers out of the ISR.
+
+A follower is out of sync when it is behind the leader's log end offset and
+has not caught up for more than replica.lag.time.max.ms. It may join the ISR
+once it has everything up to the high watermark and up to the start of the
+current leader epoch (so a follower never joins with a log that may still
+diverge from this leader's). The high watermark is the smallest log end
+offset in the ISR.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+UNKNOWN_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerState:
+    broker_id: int
+    log_end_offset: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+    last_fetch_time_ms: int = 0
+    last_caught_up_time_ms: int = 0
+    pending_reads: int = 0
+
+
+def reset_on_become_leader(broker_id: int, in_isr: bool, now_ms: int) -> FollowerState:
+    """A follower's state when this broker (re)becomes leader.
+
+    What the follower had under the previous leader is unknown here, so its
+    log end offset is unknown and holds the high watermark back until it
+    fetches. An ISR member counts as caught up now, so it is not dropped
+    before it had replica.lag.time.max.ms to fetch; any other follower as
+    never caught up.
+    """
+    return FollowerState(broker_id, last_caught_up_time_ms=now_ms if in_isr else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRecord:
+    """What one follower fetch proved, and the state after it."""
+
+    state: FollowerState
+    pending: bool          # counted in pending_reads until the fetch is served
+    proves_caught_up: bool
+
+
+def record_fetch(state: FollowerState, fetch_offset: int, follower_log_start_offset: int,
+                 leader_log_end_offset: int, fetch_time_ms: int,
+                 pending_reads_enabled: bool) -> FetchRecord:
+    """The follower fetched from `fetch_offset` at `fetch_time_ms`."""
+    caught_up_now = fetch_offset >= leader_log_end_offset
+    caught_up_at_previous_fetch = (
+        state.last_fetch_leader_log_end_offset != UNKNOWN_OFFSET
+        and fetch_offset >= state.last_fetch_leader_log_end_offset
+    )
+    caught_up_time_ms = state.last_caught_up_time_ms
+    pending = False
+    if pending_reads_enabled and (caught_up_now or caught_up_at_previous_fetch):
+        pending = True  # the caught-up time is set when the fetch is served
+    elif caught_up_now:
+        caught_up_time_ms = max(caught_up_time_ms, fetch_time_ms)
+    elif caught_up_at_previous_fetch:
+        caught_up_time_ms = max(caught_up_time_ms, state.last_fetch_time_ms)
+    new_state = dataclasses.replace(
+        state,
+        log_end_offset=fetch_offset,
+        log_start_offset=follower_log_start_offset,
+        last_fetch_leader_log_end_offset=leader_log_end_offset,
+        last_fetch_time_ms=fetch_time_ms,
+        last_caught_up_time_ms=caught_up_time_ms,
+        pending_reads=state.pending_reads + (1 if pending else 0),
+    )
+    return FetchRecord(new_state, pending, caught_up_now or caught_up_at_previous_fetch)
+
+
+def complete_fetch(state: FollowerState, record: FetchRecord, served_time_ms: int) -> FollowerState:
+    """A fetch counted as pending has been served: it proved the follower caught up now."""
+    if not record.pending:
+        return state
+    return dataclasses.replace(
+        state,
+        pending_reads=max(state.pending_reads - 1, 0),
+        last_caught_up_time_ms=max(state.last_caught_up_time_ms, served_time_ms),
+    )
+
+
+def is_out_of_sync(state: FollowerState, leader_log_end_offset: int, now_ms: int,
+                   replica_lag_time_max_ms: int, pending_reads_enabled: bool) -> bool:
+    if state.log_end_offset == leader_log_end_offset:
+        return False  # has everything, however long ago it fetched
+    if pending_reads_enabled and state.pending_reads > 0:
+        return False
+    return now_ms - state.last_caught_up_time_ms > replica_lag_time_max_ms
+
+
+def out_of_sync_replicas(leader_id: int, isr: Iterable[int], followers: Mapping[int, FollowerState],
+                         leader_log_end_offset: int, now_ms: int, replica_lag_time_max_ms: int,
+                         pending_reads_enabled: bool) -> set[int]:
+    """ISR members the leader should drop (never itself)."""
+    result = set()
+    for replica in isr:
+        if replica == leader_id:
+            continue
+        state = followers.get(replica)
+        if state is None or is_out_of_sync(state, leader_log_end_offset, now_ms,
+                                           replica_lag_time_max_ms, pending_reads_enabled):
+            result.add(replica)
+    return result
+
+
+def can_join_isr(state: FollowerState, high_watermark: int, leader_epoch_start_offset: int) -> bool:
+    """Kafka's rule: at or past the high watermark and the current epoch's start."""
+    if state.log_end_offset == UNKNOWN_OFFSET or leader_epoch_start_offset == UNKNOWN_OFFSET:
+        return False
+    return state.log_end_offset >= high_watermark and state.log_end_offset >= leader_epoch_start_offset
+
+
+def high_watermark_candidate(leader_id: int, leader_log_end_offset: int, isr: Iterable[int],
+                             followers: Mapping[int, FollowerState]) -> int:
+    """The smallest log end offset in the ISR; UNKNOWN_OFFSET if one is unknown.
+
+    The caller only ever moves the high watermark up to this value.
+    """
+    candidate = leader_log_end_offset
+    for replica in isr:
+        if replica == leader_id:
+            continue
+        state = followers.get(replica)
+        if state is None or state.log_end_offset == UNKNOWN_OFFSET:
+            return UNKNOWN_OFFSET
+        candidate = min(candidate, state.log_end_offset)
+    return candidate
+
+
+def next_high_watermark(current: int, candidate: int) -> int:
+    """A leader's high watermark never goes back."""
+    return max(current, candidate)
