@@ -1,0 +1,184 @@
+"""The controller's channel to each broker: non-blocking sends with callbacks.
+
+Seed 002: propagation never blocks the controller's event thread. `send`
+puts the request on the target broker's bounded queue and returns; that
+broker's sender thread delivers requests in order over its own connection
+(a control-plane connection: it never waits behind client traffic, which
+uses other connections and threads) and hands the response to the callback.
+Callbacks run on the sender thread and must only enqueue controller events.
+
+A request that cannot be delivered is retried with bounded exponential
+backoff until it is delivered, the broker is removed from the channel (it
+died: the controller will send it fresh state when it returns), or the
+channel shuts down. The callback then gets the error instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kafkactl.cluster.protocol.client import KafkaConnection
+
+log = logging.getLogger(__name__)
+
+DEFAULT_QUEUE_SIZE = 10_000
+REQUEST_TIMEOUT_S = 30.0          # Kafka's controller.socket.timeout.ms
+CONNECT_TIMEOUT_S = 5.0
+BACKOFF_INITIAL_S = 0.05
+BACKOFF_MAX_S = 2.0
+
+Callback = Callable[[Any, Exception | None], None]
+
+
+class BrokerRemovedError(RuntimeError):
+    """The target broker left the channel before the request was delivered."""
+
+
+class ChannelQueueFull(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+
+
+@dataclass(slots=True)
+class _Pending:
+    request: Any
+    response_cls: type
+    callback: Callback | None
+
+
+class _BrokerSender:
+    def __init__(self, endpoint: BrokerEndpoint, client_id: str, queue_size: int,
+                 connect: Callable[..., KafkaConnection]) -> None:
+        self.endpoint = endpoint
+        self._client_id = client_id
+        self._connect = connect
+        self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=queue_size)
+        self._removed = threading.Event()
+        self._connection: KafkaConnection | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"controller-channel-{endpoint.broker_id}")
+        self._thread.start()
+
+    def enqueue(self, item: _Pending) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            raise ChannelQueueFull(f"request queue to broker {self.endpoint.broker_id} is full") from None
+
+    def remove(self) -> None:
+        self._removed.set()
+        try:
+            self._queue.put_nowait(None)  # wake the thread
+        except queue.Full:
+            pass
+
+    def _run(self) -> None:
+        while not self._removed.is_set():
+            item = self._queue.get()
+            if item is None:
+                break
+            self._deliver(item)
+        self._close()
+        self._fail_queued()
+
+    def _deliver(self, item: _Pending) -> None:
+        backoff_s = BACKOFF_INITIAL_S
+        while not self._removed.is_set():
+            try:
+                response = self._connection_or_connect().request(item.request, item.response_cls)
+            except (OSError, ValueError) as error:
+                log.info("request %s to broker %s failed (%s); retrying in %.2f s",
+                         type(item.request).__name__, self.endpoint.broker_id, error, backoff_s)
+                self._close()
+                self._removed.wait(backoff_s)
+                backoff_s = min(backoff_s * 2, BACKOFF_MAX_S)
+                continue
+            _call(item.callback, response, None)
+            return
+        _call(item.callback, None, BrokerRemovedError(f"broker {self.endpoint.broker_id} removed"))
+
+    def _connection_or_connect(self) -> KafkaConnection:
+        if self._connection is None:
+            self._connection = self._connect(self.endpoint.host, self.endpoint.port, self._client_id,
+                                             timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=CONNECT_TIMEOUT_S)
+        return self._connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _fail_queued(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                _call(item.callback, None, BrokerRemovedError(f"broker {self.endpoint.broker_id} removed"))
+
+
+def _call(callback: Callback | None, response, error: Exception | None) -> None:
+    if callback is None:
+        return
+    try:
+        callback(response, error)
+    except Exception:
+        log.exception("controller channel callback failed")
+
+
+class ControllerChannel:
+    def __init__(self, controller_id: int, queue_size: int = DEFAULT_QUEUE_SIZE,
+                 connect: Callable[..., KafkaConnection] = KafkaConnection) -> None:
+        self._client_id = f"controller-{controller_id}"
+        self._queue_size = queue_size
+        self._connect = connect
+        self._senders: dict[int, _BrokerSender] = {}
+        self._lock = threading.Lock()
+
+    def add_broker(self, endpoint: BrokerEndpoint) -> None:
+        """Start (or re-point, after a restart on a new address) a broker's sender."""
+        with self._lock:
+            current = self._senders.get(endpoint.broker_id)
+            if current is not None and current.endpoint == endpoint:
+                return
+            if current is not None:
+                current.remove()
+            self._senders[endpoint.broker_id] = _BrokerSender(
+                endpoint, self._client_id, self._queue_size, self._connect)
+
+    def remove_broker(self, broker_id: int) -> None:
+        with self._lock:
+            sender = self._senders.pop(broker_id, None)
+        if sender is not None:
+            sender.remove()
+
+    def brokers(self) -> list[int]:
+        with self._lock:
+            return sorted(self._senders)
+
+    def send(self, broker_id: int, request, response_cls: type, callback: Callback | None = None) -> None:
+        """Queue a request; never blocks. An unknown broker fails the callback at once."""
+        with self._lock:
+            sender = self._senders.get(broker_id)
+        if sender is None:
+            _call(callback, None, BrokerRemovedError(f"broker {broker_id} is not in the channel"))
+            return
+        sender.enqueue(_Pending(request, response_cls, callback))
+
+    def shutdown(self) -> None:
+        with self._lock:
+            senders = list(self._senders.values())
+            self._senders.clear()
+        for sender in senders:
+            sender.remove()
