@@ -1,0 +1,153 @@
+"""A small blocking Kafka client for broker-to-broker requests.
+
+One connection, one request at a time: the replica fetcher (and the
+controller's channel) send a request and wait for its answer. Every socket
+call has a timeout; any failure closes the connection and raises
+BrokerConnectionError, and the next request connects again, so retry policy
+(backoff, how often) stays with the caller.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import socket
+import struct
+import threading
+from functools import cache
+
+from kio.serial import entity_reader, entity_writer
+
+from kafkactl.cluster.protocol.codec import response_class
+from kafkactl.cluster.protocol.framing import read_unsigned_varint
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18              # its responses always use header v0
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class BrokerConnectionError(ConnectionError):
+    """The broker could not be reached, or the connection failed mid-request."""
+
+
+@cache
+def _writer(cls):
+    return entity_writer(cls)
+
+
+@cache
+def _reader(cls):
+    return entity_reader(cls)
+
+
+def encode_request(request, correlation_id: int, client_id: str | None) -> bytes:
+    """A size-prefixed request frame: header v1, or v2 when the API version is flexible."""
+    header = struct.pack(">hhi", request.__api_key__, request.__version__, correlation_id)
+    if client_id is None:
+        header += struct.pack(">h", -1)
+    else:
+        encoded = client_id.encode()
+        header += struct.pack(">h", len(encoded)) + encoded
+    if request.__flexible__:
+        header += b"\x00"  # no tagged fields
+    body = io.BytesIO()
+    _writer(type(request))(body, request)
+    payload = header + body.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def decode_response(frame: bytes, response_cls, expected_correlation_id: int):
+    (correlation_id,) = struct.unpack_from(">i", frame, 0)
+    if correlation_id != expected_correlation_id:
+        raise BrokerConnectionError(
+            f"correlation id {correlation_id} where {expected_correlation_id} was expected")
+    position = 4
+    if response_cls.__flexible__ and response_cls.__api_key__ != API_VERSIONS_KEY:
+        count, position = read_unsigned_varint(frame, position)
+        for _ in range(count):
+            _, position = read_unsigned_varint(frame, position)
+            size, position = read_unsigned_varint(frame, position)
+            position += size
+    response, size = _reader(response_cls)(frame, position)
+    if position + size != len(frame):
+        raise BrokerConnectionError(f"{response_cls.__name__}: {len(frame) - position - size} trailing bytes")
+    return response
+
+
+class BrokerClient:
+    def __init__(self, host: str, port: int, client_id: str,
+                 connect_timeout_s: float = 10.0, request_timeout_s: float = 30.0) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.connect_timeout_s = connect_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self._sock: socket.socket | None = None
+        self._correlation_id = 0
+        self._lock = threading.Lock()   # guards _sock against close() from another thread
+
+    def request(self, request, timeout_s: float | None = None, response_cls=None):
+        """Send `request` and return the decoded response (kio's class unless given)."""
+        cls = response_cls or response_class(request.__api_key__, request.__version__)
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(request, self._correlation_id, self.client_id)
+        sock = self._connected()
+        try:
+            sock.settimeout(self.request_timeout_s if timeout_s is None else timeout_s)
+            sock.sendall(frame)
+            (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+            if not 4 <= size <= MAX_RESPONSE_BYTES:
+                raise BrokerConnectionError(f"response frame of {size} bytes")
+            payload = _recv_exactly(sock, size)
+        except BrokerConnectionError:
+            self.close()
+            raise
+        except (OSError, struct.error) as error:  # socket.timeout is an OSError
+            self.close()
+            raise BrokerConnectionError(f"{self.host}:{self.port}: {error or type(error).__name__}") from error
+        try:
+            return decode_response(payload, cls, self._correlation_id)
+        except BrokerConnectionError:
+            self.close()
+            raise
+        except Exception as error:  # kio's native reader raises several kinds
+            self.close()
+            raise BrokerConnectionError(f"malformed {cls.__name__}: {error}") from error
+
+    def _connected(self) -> socket.socket:
+        with self._lock:
+            if self._sock is not None:
+                return self._sock
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout_s)
+        except OSError as error:
+            raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {error}") from error
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:
+            self._sock = sock
+        return sock
+
+    def close(self) -> None:
+        """Close the connection; safe from another thread, which unblocks a pending request."""
+        with self._lock:
+            sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    received = 0
+    while received < size:
+        count = sock.recv_into(view[received:], size - received)
+        if count == 0:
+            raise BrokerConnectionError("connection closed by the broker")
+        received += count
+    return bytes(buffer)
