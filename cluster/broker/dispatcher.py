@@ -16,6 +16,7 @@ from kafkactl.cluster.broker.handlers import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from kafkactl.cluster.protocol import apis
@@ -32,6 +33,7 @@ HANDLERS = {
     apis.FIND_COORDINATOR: find_coordinator.handle,
     apis.API_VERSIONS: api_versions.handle,
     apis.INIT_PRODUCER_ID: init_producer_id.handle,
+    apis.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
 }
 
 

@@ -1,25 +1,59 @@
-"""The partitions this broker hosts: their role, their logs, appends and reads.
+"""The partitions this broker hosts: roles, logs, replication, ISR, appends and reads.
 
-Request handler threads call `append` and `read`; the zk-agent thread calls
-`apply_metadata`. Each `Partition` guards its role and high watermark with
-its own lock. Long-polling fetches wait on one condition that every append
-and every high-watermark advance notifies.
+Who calls what:
+- the controller's commands (through the LeaderAndIsr / StopReplica
+  handlers): `apply_leader_and_isr`, `stop_replicas`; UpdateMetadata may feed
+  `update_broker_endpoints`. Control requests are applied one at a time.
+- until the controller replaces it, the zk-agent's interim rule:
+  `apply_metadata` (it never touches a partition a LeaderAndIsr has set).
+- request handler threads: `append`/`await_commit` (Produce), `read`
+  (consumer Fetch), `begin_follower_fetch`/`read_for_follower`/
+  `end_follower_fetch` (follower Fetch), `end_offset_for_epoch`
+  (OffsetForLeaderEpoch), `offset_for` (ListOffsets).
+- the broker's housekeeping: `maybe_shrink_isr` (every tick), and
+  `high_watermarks` for the checkpoint.
+- replica fetcher threads (replica_fetcher.py): the `follower_*` methods of
+  `Partition`.
+
+A leader's high watermark is the smallest log end offset in its ISR and never
+goes back. The leader changes its ISR itself, with a write of the partition
+state znode conditional on its zkVersion (seed 000, discussion 3): while
+that write is unresolved the high watermark stays where it is, and a leader
+whose write meets a newer leader epoch (or another leader) stops acting as
+leader at once, so a leader that was paused past its ZooKeeper session can
+never acknowledge an acks=-1 produce that the new leader does not have.
+
+Each `Partition` guards its role, ISR and high watermark with its own lock.
+Long-polling fetches and acks=-1 producers wait on one condition that every
+append, high-watermark advance and role change notifies.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.metadata import MetadataSnapshot
+from kafkactl.cluster.broker.replica_fetcher import (
+    FetcherConfig,
+    PartitionFetchState,
+    ReplicaFetcherManager,
+    fetcher_config_from,
+)
 from kafkactl.cluster.broker.topic_config import log_config_for
 from kafkactl.cluster.invariant import invariant
+from kafkactl.cluster.log.errors import LogError
+from kafkactl.cluster.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from kafkactl.cluster.zk.codecs import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +61,91 @@ log = logging.getLogger(__name__)
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+
+# StopReplica leader-epoch sentinels: stop whatever the current epoch.
+STOP_REPLICA_NO_EPOCH = -1
+STOP_REPLICA_EPOCH_DURING_DELETE = -2
+
+
+class StaleControllerEpochError(Exception):
+    """A control request from a controller older than one already heard from."""
+
+    error_code = ErrorCode.stale_controller_epoch
+
+    def __init__(self, request: str, controller_id: int, controller_epoch: int, current_epoch: int) -> None:
+        super().__init__(f"{request} from controller {controller_id} at epoch {controller_epoch}, "
+                         f"older than controller epoch {current_epoch}")
+        self.controller_epoch = controller_epoch
+        self.current_epoch = current_epoch
+
+
+class PartitionStateConflict(Exception):
+    """The partition state znode is not at the expected zkVersion (ZooKeeper's BadVersion)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStateStore:
+    """The ZooKeeper calls a leader needs to change its ISR (provided by the zk-agent).
+
+    - write_partition_state(topic, partition, new_state, expected_zk_version):
+      setData of /brokers/topics/<t>/partitions/<p>/state with
+      codecs.encode_partition_state(new_state), conditional on
+      expected_zk_version (and on the controller epoch znode, if the agent
+      wants); returns the znode's new version. Raises PartitionStateConflict
+      on BadVersion (or NoNode); any other exception means "outcome unknown".
+    - read_partition_state(topic, partition): the current state, with
+      `zk_version` set to the znode's version; None if the znode is absent.
+    - notify_isr_change(topic, partition): announce the change under
+      /isr_change_notification (batched as the agent likes); best effort.
+    Each call must be bounded by a timeout.
+    """
+
+    write_partition_state: Callable[[str, int, PartitionState, int], int]
+    read_partition_state: Callable[[str, int], PartitionState | None]
+    notify_isr_change: Callable[[str, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrPartition:
+    """One partition of a LeaderAndIsr request, with its topic."""
+
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int          # the state znode's zkVersion
+    replicas: tuple[int, ...]
+    is_new: bool = False
+    leader_recovery_state: int = 0
+
+
+def leader_and_isr_partitions(request) -> list[LeaderAndIsrPartition]:
+    """The partition states of a control.LeaderAndIsrRequest."""
+    return [
+        LeaderAndIsrPartition(
+            topic=topic.topic_name, partition=p.partition_index, controller_epoch=p.controller_epoch,
+            leader=p.leader, leader_epoch=p.leader_epoch, isr=tuple(p.isr),
+            partition_epoch=p.partition_epoch, replicas=tuple(p.replicas), is_new=p.is_new,
+            leader_recovery_state=p.leader_recovery_state,
+        )
+        for topic in request.topic_states for p in topic.partition_states
+    ]
+
+
+def live_leader_endpoints(request) -> dict[int, tuple[str, int]]:
+    """broker id -> (host, port) of a control.LeaderAndIsrRequest's live leaders."""
+    return {leader.broker_id: (leader.host_name, leader.port) for leader in request.live_leaders}
+
+
+def stop_replica_partitions(request) -> dict[bool, dict[tuple[str, int], int]]:
+    """A control.StopReplicaRequest as {delete: {(topic, partition): leader_epoch}}."""
+    result: dict[bool, dict[tuple[str, int], int]] = {True: {}, False: {}}
+    for topic in request.topic_states:
+        for p in topic.partition_states:
+            result[p.delete_partition][(topic.topic_name, p.partition_index)] = p.leader_epoch
+    return result
 
 
 @dataclass(slots=True)
@@ -36,6 +155,7 @@ class AppendResult:
     log_start_offset: int = -1
     message: str | None = None
     last_offset: int = -1
+    leader_epoch: int = -1     # the epoch the batches were appended under
 
 
 @dataclass(slots=True)
@@ -47,54 +167,161 @@ class ReadResult:
     size: int = 0
 
 
+@dataclass(slots=True, eq=False)
+class _IsrWrite:
+    """A conditional ISR write sent to ZooKeeper; compared by identity."""
+
+    isr: tuple[int, ...]
+    leader_epoch: int
+    failed: bool = False   # outcome unknown (not a conflict): resolve by reading the znode
+
+
+@dataclass(slots=True, eq=False)
+class FollowerFetch:
+    """A follower's fetch being served by the leader (see begin_follower_fetch)."""
+
+    partition: Partition
+    follower_id: int
+    leader_epoch: int
+    record: isr_rules.FetchRecord
+
+
 class Partition:
-    def __init__(self, topic: str, index: int, log, broker_id: int) -> None:
+    def __init__(self, topic: str, index: int, log_, broker_id: int) -> None:
         self.topic = topic
         self.index = index
-        self.log = log
+        self.log = log_
         self.broker_id = broker_id
         self.lock = threading.Lock()
         self.leader_id = -1
         self.leader_epoch = -1
+        self.controller_epoch = -1            # of the controller that decided the leadership
+        self.zk_version = -1                  # the state znode's version (partition epoch)
+        self.leader_recovery_state = 0
         self.isr: tuple[int, ...] = ()
         self.replicas: tuple[int, ...] = ()
         self.high_watermark = 0
+        self.leader_epoch_start_offset = isr_rules.UNKNOWN_OFFSET
+        self.followers: dict[int, isr_rules.FollowerState] = {}   # leader only
+        self.isr_write: _IsrWrite | None = None
+        self.controller_managed = False       # set by LeaderAndIsr: the interim rule keeps off
 
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
 
-    def update_role(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
+    def is_following(self, leader_id: int, leader_epoch: int) -> bool:
+        return leader_id != self.broker_id and (self.leader_id, self.leader_epoch) == (leader_id, leader_epoch)
+
+    # --- roles from the controller
+
+    def claim_for_controller(self, leader_epoch: int) -> bool:
+        """Accept a LeaderAndIsr at `leader_epoch` if newer; from then on the interim rule keeps off."""
         with self.lock:
-            if leader_epoch < self.leader_epoch:
-                return  # a stale view: leader epochs never go back
+            if leader_epoch <= self.leader_epoch:
+                return False
+            self.controller_managed = True
+            return True
+
+    def make_leader(self, state: LeaderAndIsrPartition, now_ms: int) -> None:
+        with self.lock:
+            is_new_leader = not self.is_leader
+            self._take_state(state)
+            self.leader_id = self.broker_id
+            self._become_leader(now_ms, is_new_leader)
+
+    def make_follower(self, state: LeaderAndIsrPartition) -> None:
+        with self.lock:
+            self._take_state(state)
+            self.leader_id = state.leader
+            self._become_follower()
+
+    def stop(self) -> None:
+        """StopReplica: neither lead nor follow until a newer LeaderAndIsr says so."""
+        with self.lock:
+            self.leader_id = -1
+            self._become_follower()
+
+    def _take_state(self, state: LeaderAndIsrPartition) -> None:
+        invariant(state.leader_epoch > self.leader_epoch,
+                  f"{self.topic}-{self.index}: leader epoch {state.leader_epoch} after {self.leader_epoch}")
+        self.controller_managed = True
+        self.controller_epoch = state.controller_epoch
+        self.leader_epoch = state.leader_epoch
+        self.zk_version = state.partition_epoch
+        self.leader_recovery_state = state.leader_recovery_state
+        self.isr = tuple(state.isr)
+        self.replicas = tuple(state.replicas)
+        self.isr_write = None  # a write still in flight answers to an older state
+
+    def _become_leader(self, now_ms: int, is_new_leader: bool) -> None:
+        # Batches appended from now on carry this epoch; the cache maps it to
+        # the next offset so followers can truncate by epoch.
+        log_end_offset = self.log.log_end_offset
+        self.leader_epoch_start_offset = log_end_offset
+        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, log_end_offset)
+        self._reset_followers(now_ms, is_new_leader)
+        # The HW stays where it was as a follower: what lies between it and
+        # the LEO is committed only once every ISR member has it.
+        self.high_watermark = min(self.high_watermark, log_end_offset)
+        self._maybe_advance_high_watermark()
+        log.info("%s-%s: leader at epoch %s, isr %s, high watermark %s, log end %s", self.topic,
+                 self.index, self.leader_epoch, list(self.isr), self.high_watermark, log_end_offset)
+
+    def _reset_followers(self, now_ms: int, is_new_leader: bool) -> None:
+        followers = {}
+        for replica in self.replicas:
+            if replica == self.broker_id:
+                continue
+            in_isr = replica in self.isr
+            previous = self.followers.get(replica)
+            if is_new_leader or previous is None:
+                followers[replica] = isr_rules.reset_on_become_leader(replica, in_isr, now_ms)
+            else:
+                followers[replica] = dataclasses.replace(
+                    previous, last_caught_up_time_ms=now_ms if in_isr else 0)
+        self.followers = followers
+
+    def _become_follower(self) -> None:
+        self.leader_epoch_start_offset = isr_rules.UNKNOWN_OFFSET
+        self.followers = {}
+        self.isr_write = None
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    # --- roles from the interim zk-agent rule
+
+    def update_role(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int],
+                    now_ms: int = 0) -> None:
+        with self.lock:
+            if self.controller_managed or leader_epoch < self.leader_epoch:
+                return  # the controller decides, or a stale view: epochs never go back
             became_leader = leader_id == self.broker_id and not (
-                self.is_leader and self.leader_epoch == leader_epoch
-            )
+                self.is_leader and self.leader_epoch == leader_epoch)
             self.leader_id, self.leader_epoch = leader_id, leader_epoch
             self.isr, self.replicas = tuple(isr), tuple(replicas)
             if became_leader:
-                self._on_become_leader()
-            self._advance_high_watermark()
+                self._become_leader(now_ms, True)
+            elif not self.is_leader:
+                self._become_follower()
+            else:
+                self._maybe_advance_high_watermark()
 
-    def _on_become_leader(self) -> None:
-        # Batches appended from now on carry this epoch; the cache maps it to
-        # the next offset so followers can later truncate by epoch.
-        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
-        log.info("%s-%s: leader at epoch %s", self.topic, self.index, self.leader_epoch)
+    # --- the high watermark (leader)
 
-    def _advance_high_watermark(self) -> None:
-        # With the leader alone in the ISR, everything it has is committed.
-        # Followers (issue 3) will report their log end offsets here.
-        if self.is_leader and self.isr == (self.broker_id,):
-            new_high_watermark = self.log.log_end_offset
-        else:
-            new_high_watermark = min(self.high_watermark, self.log.log_end_offset)
-        invariant(
-            new_high_watermark >= self.high_watermark or not self.is_leader,
-            f"{self.topic}-{self.index}: high watermark went back",
-        )
+    def _maybe_advance_high_watermark(self) -> bool:
+        """Under the lock: move the HW up to the smallest LEO in the ISR; True if it moved."""
+        if not self.is_leader or self.isr_write is not None:
+            return False  # an unresolved ISR write freezes it (split-brain guard)
+        candidate = isr_rules.high_watermark_candidate(
+            self.broker_id, self.log.log_end_offset, self.isr, self.followers)
+        new_high_watermark = isr_rules.next_high_watermark(self.high_watermark, candidate)
+        invariant(new_high_watermark <= self.log.log_end_offset,
+                  f"{self.topic}-{self.index}: high watermark {new_high_watermark} beyond the log end")
+        moved = new_high_watermark != self.high_watermark
         self.high_watermark = new_high_watermark
+        return moved
+
+    # --- appends (leader)
 
     def append_as_leader(self, records: bytes, required_acks: int, min_insync_replicas: int) -> AppendResult:
         with self.lock:
@@ -109,25 +336,291 @@ class Partition:
                 if code is None:
                     raise
                 return AppendResult(ErrorCode(code), message=str(error))
-            self._advance_high_watermark()
+            self._maybe_advance_high_watermark()
             return AppendResult(ErrorCode.none, info.first_offset, self.log.log_start_offset,
-                                last_offset=info.last_offset)
+                                last_offset=info.last_offset, leader_epoch=self.leader_epoch)
+
+    def commit_state(self, last_offset: int, leader_epoch: int, min_insync_replicas: int) -> ErrorCode | None:
+        """acks=-1: None while waiting, else the produce's outcome (Kafka's rules)."""
+        with self.lock:
+            if not self.is_leader or (leader_epoch >= 0 and leader_epoch != self.leader_epoch):
+                return ErrorCode.not_leader_or_follower
+            if self.high_watermark <= last_offset:
+                return None
+            if len(self.isr) < min_insync_replicas:
+                return ErrorCode.not_enough_replicas_after_append
+            return ErrorCode.none
+
+    # --- follower fetches (leader)
+
+    def record_follower_fetch(self, follower_id: int, fetch_offset: int, follower_log_start_offset: int,
+                              current_leader_epoch: int, now_ms: int, pending_reads_enabled: bool):
+        """(FollowerFetch, high watermark moved, ISR to propose or None); None if not recordable."""
+        with self.lock:
+            if _check_epoch(self, current_leader_epoch) is not None or follower_id not in self.followers:
+                return None
+            log_end_offset = self.log.log_end_offset
+            if not self.log.log_start_offset <= fetch_offset <= log_end_offset:
+                return None  # answered OFFSET_OUT_OF_RANGE by the read; proves nothing
+            record = isr_rules.record_fetch(self.followers[follower_id], fetch_offset, follower_log_start_offset,
+                                            log_end_offset, now_ms, pending_reads_enabled)
+            self.followers[follower_id] = record.state
+            moved = self._maybe_advance_high_watermark()
+            proposal = None
+            if (follower_id not in self.isr and self.isr_write is None
+                    and isr_rules.can_join_isr(record.state, self.high_watermark,
+                                               self.leader_epoch_start_offset)):
+                proposal = self.isr + (follower_id,)
+            return FollowerFetch(self, follower_id, self.leader_epoch, record), moved, proposal
+
+    def complete_follower_fetch(self, fetch: FollowerFetch, now_ms: int) -> None:
+        with self.lock:
+            state = self.followers.get(fetch.follower_id)
+            if state is None or not self.is_leader or self.leader_epoch != fetch.leader_epoch:
+                return
+            self.followers[fetch.follower_id] = isr_rules.complete_fetch(state, fetch.record, now_ms)
+
+    # --- ISR changes (leader)
+
+    def shrink_proposal(self, now_ms: int, replica_lag_time_max_ms: int,
+                        pending_reads_enabled: bool) -> tuple[int, ...] | None:
+        with self.lock:
+            if not self.is_leader or self.isr_write is not None:
+                return None
+            out = isr_rules.out_of_sync_replicas(self.broker_id, self.isr, self.followers,
+                                                 self.log.log_end_offset, now_ms,
+                                                 replica_lag_time_max_ms, pending_reads_enabled)
+            if not out:
+                return None
+            return tuple(r for r in self.isr if r not in out)
+
+    def begin_isr_write(self, new_isr: tuple[int, ...]) -> tuple[_IsrWrite, PartitionState, int] | None:
+        """Start a conditional ISR write: (write, state to write, expected zkVersion)."""
+        with self.lock:
+            if not self.is_leader or self.isr_write is not None:
+                return None
+            write = _IsrWrite(tuple(new_isr), self.leader_epoch)
+            self.isr_write = write
+            state = PartitionState(leader=self.broker_id, leader_epoch=self.leader_epoch, isr=list(new_isr),
+                                   controller_epoch=self.controller_epoch,
+                                   leader_recovery_state=self.leader_recovery_state)
+            return write, state, self.zk_version
+
+    def finish_isr_write(self, write: _IsrWrite, new_zk_version: int) -> bool:
+        with self.lock:
+            if self.isr_write is not write:
+                return False  # a LeaderAndIsr replaced the state meanwhile
+            self.isr, self.zk_version, self.isr_write = write.isr, new_zk_version, None
+            self._maybe_advance_high_watermark()
+            return True
+
+    def isr_write_failed(self, write: _IsrWrite) -> None:
+        with self.lock:
+            if self.isr_write is write:
+                write.failed = True
+
+    def resolve_isr_write(self, write: _IsrWrite, current: PartitionState | None) -> bool:
+        """Settle a conflicting or failed write from the znode's state; True if superseded."""
+        with self.lock:
+            if self.isr_write is not write:
+                return False
+            self.isr_write = None
+            still_ours = (current is not None and current.leader == self.broker_id
+                          and current.leader_epoch == write.leader_epoch)
+            if still_ours:
+                # The znode holds the truth, e.g. our write landed but its answer was lost.
+                self.isr, self.zk_version = tuple(current.isr), current.zk_version
+                self._maybe_advance_high_watermark()
+                return False
+            self.leader_id = -1   # the leader epoch stays: the newer LeaderAndIsr must still apply
+            self._become_follower()
+            return True
+
+    # --- the follower side (replica fetcher thread)
+
+    def follower_truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        with self.lock:
+            self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    def follower_truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        with self.lock:
+            self.high_watermark = offset
+
+    def follower_append(self, records: bytes):
+        return self.log.append_as_follower(records)
+
+    def follower_update(self, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+        """After a fetch: the HW and log start offset follow the leader's, within our log."""
+        log_end_offset = self.log.log_end_offset
+        if 0 <= leader_log_start_offset <= log_end_offset:
+            self.log.maybe_increment_log_start_offset(leader_log_start_offset)
+        with self.lock:
+            if not self.is_leader and leader_high_watermark >= 0:
+                self.high_watermark = min(leader_high_watermark, log_end_offset)
 
 
 class ReplicaManager:
-    def __init__(self, config: BrokerConfig, log_manager, clock_ms: Callable[[], int]) -> None:
+    def __init__(self, config: BrokerConfig, log_manager, clock_ms: Callable[[], int],
+                 partition_state_store: PartitionStateStore | None = None,
+                 fetcher_config: FetcherConfig | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.log_manager = log_manager
         self.clock_ms = clock_ms
+        self.partition_state_store = partition_state_store
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.controller_epoch = -1   # the newest controller epoch a control request carried
+        self.fetchers = ReplicaFetcherManager(config.broker_id, fetcher_config or fetcher_config_from(config))
+        self._broker_endpoints: dict[int, tuple[str, int]] = {}
         self._partitions_lock = threading.Lock()
+        self._control_lock = threading.Lock()   # one control request at a time
         self.data_arrived = threading.Condition()
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
-    # --- metadata (zk-agent thread)
+    def set_partition_state_store(self, store: PartitionStateStore) -> None:
+        """Wire the zk-agent's ZooKeeper calls (the agent is built after this manager)."""
+        self.partition_state_store = store
+
+    def shutdown(self) -> None:
+        """Stop every replica fetcher; call before the logs are closed."""
+        self.fetchers.shutdown()
+
+    # --- controller commands
+
+    def apply_leader_and_isr(self, controller_id: int, controller_epoch: int,
+                             partition_states: Iterable[LeaderAndIsrPartition],
+                             live_leaders: Mapping[int, tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """Become leader or follower as the controller says (seed C, with leader epochs).
+
+        Raises StaleControllerEpochError if `controller_epoch` is older than
+        one seen before (the whole request is refused). Per partition: NONE
+        when applied; STALE_CONTROLLER_EPOCH when its leader epoch is not
+        newer than the current one (ignored, as Kafka does);
+        UNKNOWN_TOPIC_OR_PARTITION when this broker is not among its
+        replicas; KAFKA_STORAGE_ERROR when its log cannot be opened.
+        `live_leaders` maps broker id to (host, port) for followers' fetchers.
+        """
+        now_ms = self.clock_ms()
+        with self._control_lock:
+            self._check_controller_epoch("LeaderAndIsr", controller_id, controller_epoch)
+            self.update_broker_endpoints(live_leaders)
+            errors: dict[tuple[str, int], ErrorCode] = {}
+            leading, following = [], []
+            for state in partition_states:
+                error, partition = self._accept(state, controller_id)
+                errors[(state.topic, state.partition)] = error
+                if partition is not None:
+                    (leading if state.leader == self.broker_id else following).append((partition, state))
+            self._make_leaders(leading, now_ms)
+            self._make_followers(following)
+        self._notify_data()
+        return errors
+
+    def stop_replicas(self, partitions: Mapping[tuple[str, int], int], delete: bool,
+                      controller_epoch: int | None = None,
+                      controller_id: int = -1) -> dict[tuple[str, int], ErrorCode]:
+        """StopReplica: stop fetching and serving `partitions`; delete their logs if `delete`.
+
+        `partitions` maps (topic, partition) to the request's leader epoch:
+        -1 or -2 (deletion) stop whatever the epoch; otherwise only an epoch
+        newer than the current one does (FENCED_LEADER_EPOCH if not).
+        Raises StaleControllerEpochError like apply_leader_and_isr.
+        """
+        with self._control_lock:
+            if controller_epoch is not None:
+                self._check_controller_epoch("StopReplica", controller_id, controller_epoch)
+            errors: dict[tuple[str, int], ErrorCode] = {}
+            stopping = []
+            for key, request_epoch in partitions.items():
+                partition = self.partitions.get(key)
+                if partition is None or request_epoch in (STOP_REPLICA_NO_EPOCH, STOP_REPLICA_EPOCH_DURING_DELETE) \
+                        or request_epoch > partition.leader_epoch:
+                    stopping.append((key, partition))
+                    errors[key] = ErrorCode.none
+                else:
+                    errors[key] = ErrorCode.fenced_leader_epoch
+            self.fetchers.remove_partitions([key for key, _ in stopping])
+            for key, partition in stopping:
+                if partition is not None:
+                    partition.stop()
+                if delete:
+                    errors[key] = self._delete_partition(key)
+        self._notify_data()
+        return errors
+
+    def update_broker_endpoints(self, endpoints: Mapping[int, tuple[str, int]]) -> None:
+        """Where brokers listen (UpdateMetadata's live brokers): used for new fetchers."""
+        self._broker_endpoints.update({b: (str(host), int(port)) for b, (host, port) in endpoints.items()})
+
+    def _check_controller_epoch(self, request: str, controller_id: int, controller_epoch: int) -> None:
+        if controller_epoch < self.controller_epoch:
+            raise StaleControllerEpochError(request, controller_id, controller_epoch, self.controller_epoch)
+        self.controller_epoch = controller_epoch
+
+    def _accept(self, state: LeaderAndIsrPartition, controller_id: int) -> tuple[ErrorCode, Partition | None]:
+        name = f"{state.topic}-{state.partition}"
+        if self.broker_id not in state.replicas:
+            log.warning("ignoring LeaderAndIsr for %s from controller %s: broker %s is not among replicas %s",
+                        name, controller_id, self.broker_id, list(state.replicas))
+            return ErrorCode.unknown_topic_or_partition, None
+        try:
+            partition = self._get_or_create(state.topic, state.partition)
+        except ValueError as error:
+            log.warning("ignoring LeaderAndIsr for %s: %s", name, error)
+            return ErrorCode.unknown_topic_or_partition, None
+        except (LogError, OSError) as error:
+            log.error("cannot open the log of %s: %s", name, error)
+            return ErrorCode.kafka_storage_error, None
+        if not partition.claim_for_controller(state.leader_epoch):
+            log.info("ignoring LeaderAndIsr for %s from controller %s: leader epoch %s is not newer than %s",
+                     name, controller_id, state.leader_epoch, partition.leader_epoch)
+            return ErrorCode.stale_controller_epoch, None
+        return ErrorCode.none, partition
+
+    def _make_leaders(self, leading: list[tuple[Partition, LeaderAndIsrPartition]], now_ms: int) -> None:
+        if not leading:
+            return
+        # First stop fetching: nothing from the old leader may be appended
+        # once this broker appends as leader.
+        self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in leading])
+        for partition, state in leading:
+            partition.make_leader(state, now_ms)
+
+    def _make_followers(self, following: list[tuple[Partition, LeaderAndIsrPartition]]) -> None:
+        if not following:
+            return
+        self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in following])
+        by_leader: dict[int, list[PartitionFetchState]] = {}
+        for partition, state in following:
+            partition.make_follower(state)
+            log.info("%s-%s: following broker %s at epoch %s", state.topic, state.partition,
+                     state.leader, state.leader_epoch)
+            if state.leader < 0:
+                continue  # no leader: nothing to fetch until one is elected
+            if state.leader not in self._broker_endpoints:
+                log.warning("%s-%s: leader %s is not among the live leaders: not fetching",
+                            state.topic, state.partition, state.leader)
+                continue
+            by_leader.setdefault(state.leader, []).append(
+                PartitionFetchState(partition, state.leader, state.leader_epoch))
+        for leader_id, states in by_leader.items():
+            self.fetchers.add_partitions(leader_id, self._broker_endpoints[leader_id], states)
+
+    def _delete_partition(self, key: tuple[str, int]) -> ErrorCode:
+        with self._partitions_lock:
+            self.partitions.pop(key, None)
+        try:
+            self.log_manager.delete_log(*key)
+        except (LogError, OSError) as error:
+            log.error("cannot delete the log of %s-%s: %s", key[0], key[1], error)
+            return ErrorCode.kafka_storage_error
+        return ErrorCode.none
+
+    # --- metadata (zk-agent thread; the interim leadership rule)
 
     def apply_metadata(self, snapshot: MetadataSnapshot, granted: set[tuple[str, int]]) -> None:
         """Host the partitions assigned here; lead those whose leadership was granted.
@@ -135,7 +628,10 @@ class ReplicaManager:
         A state znode naming this broker as leader may be left from an earlier
         incarnation: only leadership granted to this incarnation (`granted`)
         makes it act as leader, so it never appends under a stale epoch.
+        Partitions a LeaderAndIsr has set are the controller's: only their
+        topic configs are taken from here.
         """
+        self.update_broker_endpoints({b: (r.host, r.port) for b, r in snapshot.brokers.items()})
         for name, topic in snapshot.topics.items():
             if name in snapshot.deleting_topics:
                 continue
@@ -150,7 +646,7 @@ class ReplicaManager:
                     leader = state.leader
                     if leader == self.broker_id and (name, index) not in granted:
                         leader = -1
-                    partition.update_role(leader, state.leader_epoch, state.isr, replicas)
+                    partition.update_role(leader, state.leader_epoch, state.isr, replicas, self.clock_ms())
         self._notify_data()
 
     def _update_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
@@ -180,54 +676,158 @@ class ReplicaManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
+    def _min_insync_replicas(self, topic: str) -> int:
+        return log_config_for(self.config, self.topic_configs.get(topic, {})).min_insync_replicas
+
+    # --- ISR maintenance
+
+    def maybe_shrink_isr(self, now_ms: int | None = None) -> None:
+        """Drop followers that have not caught up for replica.lag.time.max.ms (housekeeping).
+
+        Also settles ISR writes whose outcome was unknown (the HW stays frozen
+        until then).
+        """
+        if self.partition_state_store is None:
+            return
+        now_ms = self.clock_ms() if now_ms is None else now_ms
+        for partition in list(self.partitions.values()):
+            write = partition.isr_write
+            if write is not None:
+                if write.failed:
+                    self._resolve_isr_write(partition, write)
+                continue
+            proposal = partition.shrink_proposal(now_ms, self.config.replica_lag_time_max_ms,
+                                                 self.config.follower_fetch_pending_reads_insync_enable)
+            if proposal is not None:
+                log.info("%s-%s: shrinking ISR from %s to %s", partition.topic, partition.index,
+                         list(partition.isr), list(proposal))
+                self._change_isr(partition, proposal)
+
+    def _change_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> bool:
+        store = self.partition_state_store
+        if store is None:
+            return False
+        begun = partition.begin_isr_write(new_isr)
+        if begun is None:
+            return False
+        write, state, expected_zk_version = begun
+        try:
+            new_zk_version = store.write_partition_state(partition.topic, partition.index, state,
+                                                         expected_zk_version)
+        except PartitionStateConflict:
+            log.warning("%s-%s: partition state changed under us (expected zkVersion %s); re-reading",
+                        partition.topic, partition.index, expected_zk_version)
+            self._resolve_isr_write(partition, write)
+            return False
+        except Exception as error:  # the agent's ZooKeeper errors vary; the outcome is unknown
+            log.warning("%s-%s: ISR write failed, outcome unknown (high watermark frozen): %s",
+                        partition.topic, partition.index, error)
+            partition.isr_write_failed(write)
+            return False
+        if not partition.finish_isr_write(write, new_zk_version):
+            return False
+        self._announce_isr_change(partition)
+        self._notify_data()
+        return True
+
+    def _resolve_isr_write(self, partition: Partition, write: _IsrWrite) -> None:
+        try:
+            current = self.partition_state_store.read_partition_state(partition.topic, partition.index)
+        except Exception as error:  # as above: retried from maybe_shrink_isr
+            log.warning("%s-%s: cannot read the partition state: %s", partition.topic, partition.index, error)
+            partition.isr_write_failed(write)
+            return
+        if partition.resolve_isr_write(write, current):
+            log.warning("%s-%s: superseded (leader %s, epoch %s): no longer acting as leader at epoch %s",
+                        partition.topic, partition.index, getattr(current, "leader", None),
+                        getattr(current, "leader_epoch", None), write.leader_epoch)
+        self._notify_data()
+
+    def _announce_isr_change(self, partition: Partition) -> None:
+        try:
+            self.partition_state_store.notify_isr_change(partition.topic, partition.index)
+        except Exception as error:  # best effort: the controller also reads the state znode
+            log.warning("%s-%s: ISR change notification failed: %s", partition.topic, partition.index, error)
+
     # --- produce
 
     def append(self, topic: str, index: int, records: bytes, required_acks: int) -> AppendResult:
         partition = self.partitions.get((topic, index))
         if partition is None:
             return AppendResult(ErrorCode.unknown_topic_or_partition)
-        min_isr = log_config_for(self.config, self.topic_configs.get(topic, {})).min_insync_replicas
-        result = partition.append_as_leader(records, required_acks, min_isr)
+        result = partition.append_as_leader(records, required_acks, self._min_insync_replicas(topic))
         if result.error == ErrorCode.none:
             self._notify_data()
         return result
 
+    def await_commit(self, topic: str, index: int, last_offset: int, deadline: float,
+                     leader_epoch: int = -1) -> ErrorCode:
+        """acks=-1: wait until the high watermark passes last_offset.
+
+        NONE; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below
+        min.insync.replicas by then; NOT_LEADER_OR_FOLLOWER if leadership
+        moved (or the epoch changed since the append); REQUEST_TIMED_OUT at
+        the deadline (time.monotonic()).
+        """
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return ErrorCode.not_leader_or_follower
+        min_isr = self._min_insync_replicas(topic)
+        with self.data_arrived:
+            while True:
+                if self.partitions.get((topic, index)) is not partition:
+                    return ErrorCode.not_leader_or_follower
+                outcome = partition.commit_state(last_offset, leader_epoch, min_isr)
+                if outcome is not None:
+                    return outcome
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return ErrorCode.request_timed_out
+                self.data_arrived.wait(remaining)
+
     def wait_for_commit(self, topic: str, index: int, last_offset: int, deadline: float) -> bool:
         """True once the high watermark passes last_offset (acks=-1)."""
-        partition = self.partitions.get((topic, index))
-        with self.data_arrived:
-            while partition is not None and partition.high_watermark <= last_offset:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not partition.is_leader:
-                    return False
-                self.data_arrived.wait(remaining)
-        return partition is not None
+        return self.await_commit(topic, index, last_offset, deadline) == ErrorCode.none
 
     def _notify_data(self) -> None:
         with self.data_arrived:
             self.data_arrived.notify_all()
 
-    # --- fetch
+    # --- fetch (consumers)
 
     def read(self, topic: str, index: int, fetch_offset: int, max_bytes: int,
              current_leader_epoch: int, min_one_batch: bool) -> ReadResult:
+        """A consumer's read: only up to the high watermark."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             return ReadResult(ErrorCode.unknown_topic_or_partition)
+        return self._read(partition, fetch_offset, max_bytes, current_leader_epoch, min_one_batch, None)
+
+    def wait_for_data(self, timeout_s: float) -> None:
+        if timeout_s <= 0:
+            return
+        with self.data_arrived:
+            self.data_arrived.wait(timeout_s)
+
+    def _read(self, partition: Partition, fetch_offset: int, max_bytes: int, current_leader_epoch: int,
+              min_one_batch: bool, follower_id: int | None) -> ReadResult:
         with partition.lock:
             error = _check_epoch(partition, current_leader_epoch)
+            if error is None and follower_id is not None and follower_id not in partition.followers:
+                error = ErrorCode.not_leader_or_follower  # not an assigned replica
             high_watermark = partition.high_watermark
         if error is not None:
             return ReadResult(error)
         log_ = partition.log
         if fetch_offset < log_.log_start_offset or fetch_offset > log_.log_end_offset:
             return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)
-        if fetch_offset >= high_watermark:
+        if follower_id is None and fetch_offset >= high_watermark:
             # Between the HW and the LEO there is nothing a consumer may see
             # yet: answer empty, not out of range (seed 000, discussion 7).
             return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
+        max_offset = None if follower_id is not None else high_watermark
         try:
-            data = log_.read(fetch_offset, max_bytes, high_watermark, min_one_batch)
+            data = log_.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         except Exception as error:
             if getattr(error, "error_code", None) == ErrorCode.offset_out_of_range.value:
                 return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)
@@ -236,11 +836,57 @@ class ReplicaManager:
         size = region.length if region is not None else 0
         return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, region if size else None, size)
 
-    def wait_for_data(self, timeout_s: float) -> None:
-        if timeout_s <= 0:
-            return
-        with self.data_arrived:
-            self.data_arrived.wait(timeout_s)
+    # --- fetch (followers, on the leader)
+
+    def begin_follower_fetch(self, topic: str, index: int, follower_id: int, fetch_offset: int,
+                             follower_log_start_offset: int, current_leader_epoch: int) -> FollowerFetch | None:
+        """Record a follower's fetch: its log end offset, caught-up time, HW, ISR expansion.
+
+        Returns a FollowerFetch to pass to end_follower_fetch once the fetch
+        is answered, or None when nothing was recorded (errors are reported by
+        read_for_follower).
+        """
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return None
+        outcome = partition.record_follower_fetch(
+            follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, self.clock_ms(),
+            self.config.follower_fetch_pending_reads_insync_enable)
+        if outcome is None:
+            return None
+        fetch, high_watermark_moved, proposal = outcome
+        if proposal is not None and self.partition_state_store is not None:
+            log.info("%s-%s: expanding ISR from %s to %s", topic, index, list(partition.isr), list(proposal))
+            self._change_isr(partition, proposal)
+        if high_watermark_moved:
+            self._notify_data()   # acks=-1 producers and long-polling consumers
+        return fetch
+
+    def read_for_follower(self, topic: str, index: int, follower_id: int, fetch_offset: int, max_bytes: int,
+                          current_leader_epoch: int, min_one_batch: bool) -> ReadResult:
+        """A follower's read: up to the log end offset, not the high watermark."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return ReadResult(ErrorCode.unknown_topic_or_partition)
+        return self._read(partition, fetch_offset, max_bytes, current_leader_epoch, min_one_batch, follower_id)
+
+    def end_follower_fetch(self, fetch: FollowerFetch) -> None:
+        fetch.partition.complete_follower_fetch(fetch, self.clock_ms())
+
+    # --- OffsetForLeaderEpoch
+
+    def end_offset_for_epoch(self, topic: str, index: int, current_leader_epoch: int,
+                             leader_epoch: int) -> tuple[ErrorCode, int, int]:
+        """(error, epoch, end offset): where `leader_epoch` ends in this leader's log."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return ErrorCode.unknown_topic_or_partition, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        with partition.lock:
+            error = _check_epoch(partition, current_leader_epoch)
+        if error is not None:
+            return error, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        epoch, end_offset = partition.log.end_offset_for_epoch(leader_epoch)
+        return ErrorCode.none, epoch, end_offset
 
     # --- list offsets
 

@@ -38,6 +38,7 @@ SUPPORTED: dict[int, VersionRange] = {
     FIND_COORDINATOR: VersionRange(0, 4, 0),
     API_VERSIONS: VersionRange(0, 4, 0),
     INIT_PRODUCER_ID: VersionRange(0, 4, 0),
+    OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4, 2),   # kio has v2-v4
 }
 
 

@@ -5,6 +5,11 @@ append anywhere wakes it to re-read. Record bytes are never copied into
 Python: the response is spliced with file regions (see protocol.codec).
 Fetch sessions (KIP-227) are not kept: session id 0 tells the client to
 send full requests, which the protocol allows.
+
+A fetch with `replica_id` >= 0 comes from a follower: it reads up to the log
+end offset rather than the high watermark, and the leader records what the
+fetch proves (the follower's log end offset, its caught-up time, a higher
+high watermark, ISR expansion) before reading and once it is answered.
 """
 
 from __future__ import annotations
@@ -19,10 +24,22 @@ from kafkactl.cluster.protocol.codec import new_placeholder, response_class, spl
 
 
 def handle(services, header, request):
+    replica_id = getattr(request, "replica_id", -1)
+    if replica_id < 0:
+        return _long_poll(services, header, request, replica_id)
+    fetches = _begin_follower_fetches(services.replica_manager, request, replica_id)
+    try:
+        return _long_poll(services, header, request, replica_id)
+    finally:
+        for fetch in fetches:
+            services.replica_manager.end_follower_fetch(fetch)
+
+
+def _long_poll(services, header, request, replica_id: int):
     deadline = time.monotonic() + max(request.max_wait.total_seconds(), 0)
     response_max_bytes = getattr(request, "max_bytes", 0x7FFFFFFF)
     while True:
-        reads, total_bytes = _read_all(services.replica_manager, request, response_max_bytes)
+        reads, total_bytes = _read_all(services.replica_manager, request, response_max_bytes, replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
         if total_bytes >= request.min_bytes or has_error or remaining <= 0 or not reads:
@@ -30,22 +47,35 @@ def handle(services, header, request):
         services.replica_manager.wait_for_data(remaining)
 
 
-def _read_all(replica_manager, request, response_max_bytes: int):
+def _begin_follower_fetches(replica_manager, request, replica_id: int) -> list:
+    fetches = []
+    for topic in request.topics:
+        for partition in topic.partitions:
+            fetch = replica_manager.begin_follower_fetch(
+                topic.topic, partition.partition, replica_id, partition.fetch_offset,
+                getattr(partition, "log_start_offset", -1), getattr(partition, "current_leader_epoch", -1))
+            if fetch is not None:
+                fetches.append(fetch)
+    return fetches
+
+
+def _read_all(replica_manager, request, response_max_bytes: int, replica_id: int):
     reads = []
     total_bytes = 0
     for topic in request.topics:
         for partition in topic.partitions:
-            budget = min(partition.partition_max_bytes, response_max_bytes - total_bytes)
-            result = replica_manager.read(
-                topic.topic,
-                partition.partition,
-                partition.fetch_offset,
-                max(budget, 0),
-                getattr(partition, "current_leader_epoch", -1),
-                # KIP-74: the first non-empty partition returns at least one
-                # whole batch, so an oversized batch cannot stall a consumer.
-                min_one_batch=total_bytes == 0,
-            )
+            budget = max(min(partition.partition_max_bytes, response_max_bytes - total_bytes), 0)
+            # KIP-74: the first non-empty partition returns at least one
+            # whole batch, so an oversized batch cannot stall a consumer.
+            min_one_batch = total_bytes == 0
+            epoch = getattr(partition, "current_leader_epoch", -1)
+            if replica_id >= 0:
+                result = replica_manager.read_for_follower(
+                    topic.topic, partition.partition, replica_id, partition.fetch_offset, budget,
+                    epoch, min_one_batch)
+            else:
+                result = replica_manager.read(
+                    topic.topic, partition.partition, partition.fetch_offset, budget, epoch, min_one_batch)
             total_bytes += result.size
             reads.append((topic.topic, partition.partition, result))
     return reads, total_bytes

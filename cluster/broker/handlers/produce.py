@@ -54,8 +54,8 @@ def _await_commit(services, results, timeout: datetime.timedelta) -> None:
     for (topic, index), result in results.items():
         if result.error != ErrorCode.none:
             continue
-        if not services.replica_manager.wait_for_commit(topic, index, result.last_offset, deadline):
-            result.error = ErrorCode.request_timed_out
+        result.error = services.replica_manager.await_commit(
+            topic, index, result.last_offset, deadline, result.leader_epoch)
 
 
 def _response(version: int, results):

@@ -1,0 +1,551 @@
+"""Replication on the leader and the follower, in one process, without sockets.
+
+Each broker is a ReplicaManager over real logs in a temp dir. The controller
+is the test, calling apply_leader_and_isr; ZooKeeper is a fake partition
+state store; a follower's fetcher talks to its leader's Dispatcher through a
+loopback client (real request encoding, real handlers, no socket), one round
+at a time.
+"""
+
+import dataclasses
+import threading
+import time
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.broker_client import decode_response, encode_request
+from kafkactl.cluster.broker.config import from_properties
+from kafkactl.cluster.broker.dispatcher import Dispatcher
+from kafkactl.cluster.broker.handlers.services import BrokerServices
+from kafkactl.cluster.broker.metadata import MetadataCache
+from kafkactl.cluster.broker.replica_fetcher import (
+    FetcherConfig,
+    PartitionFetchState,
+    ReplicaFetcherThread,
+    Truncation,
+    truncation_for,
+)
+from kafkactl.cluster.broker.replica_manager import (
+    LeaderAndIsrPartition,
+    PartitionStateConflict,
+    PartitionStateStore,
+    ReplicaManager,
+    StaleControllerEpochError,
+)
+from kafkactl.cluster.log.manager import LogDir, LogManager
+from kafkactl.cluster.protocol.codec import SplicedResponse, response_class
+from kafkactl.cluster.protocol.record_batch import build_batch, decode_records, parse_header
+from kafkactl.cluster.zk.codecs import PartitionState
+
+T0 = 1_700_000_000_000
+LAG_MS = 10_000
+TOPIC = "t"
+KEY = (TOPIC, 0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now_ms = T0
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+
+
+class FakeStateStore:
+    """The partition state znodes, with ZooKeeper's conditional setData."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, int], PartitionState] = {}
+        self.notifications: list[tuple[str, int]] = []
+        self.write_error: Exception | None = None
+        self.read_error: Exception | None = None
+        self.writes = 0
+
+    def seed(self, leader, epoch, isr, zk_version=0, key=KEY):
+        self.states[key] = PartitionState(leader=leader, leader_epoch=epoch, isr=list(isr),
+                                          controller_epoch=1, zk_version=zk_version)
+
+    def write(self, topic, partition, state, expected_zk_version):
+        self.writes += 1
+        if self.write_error is not None:
+            raise self.write_error
+        current = self.states.get((topic, partition))
+        if current is None or current.zk_version != expected_zk_version:
+            raise PartitionStateConflict(f"version {expected_zk_version} is stale")
+        self.states[(topic, partition)] = dataclasses.replace(state, zk_version=current.zk_version + 1)
+        return current.zk_version + 1
+
+    def read(self, topic, partition):
+        if self.read_error is not None:
+            raise self.read_error
+        return self.states.get((topic, partition))
+
+    def notify(self, topic, partition):
+        self.notifications.append((topic, partition))
+
+    def store(self) -> PartitionStateStore:
+        return PartitionStateStore(self.write, self.read, self.notify)
+
+
+class LoopbackClient:
+    """Requests through the leader's Dispatcher, encoded and decoded as on the wire."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.correlation_id = 0
+
+    def request(self, request, timeout_s=None, response_cls=None):
+        self.correlation_id += 1
+        frame = encode_request(request, self.correlation_id, "loopback")[4:]
+        answer = self.dispatcher.dispatch(frame)
+        if isinstance(answer, SplicedResponse):
+            answer = b"".join(p if isinstance(p, (bytes, bytearray)) else p.read_bytes() for p in answer.parts)
+        cls = response_cls or response_class(request.__api_key__, request.__version__)
+        return decode_response(answer[4:], cls, self.correlation_id)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclasses.dataclass
+class Node:
+    broker_id: int
+    manager: ReplicaManager
+    logs: LogManager
+    dispatcher: Dispatcher
+
+    def partition(self, key=KEY):
+        return self.manager.get(*key)
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def zk():
+    return FakeStateStore()
+
+
+@pytest.fixture
+def nodes(tmp_path, clock, zk):
+    made = []
+
+    def make(broker_id, **properties):
+        config, _ = from_properties({
+            "broker.id": str(broker_id), "zookeeper.connect": "z:1",
+            "log.dirs": f"{tmp_path}/b{broker_id}", "log.dir.media": f"{tmp_path}/b{broker_id}:ssd",
+            "replica.lag.time.max.ms": str(LAG_MS), **properties,
+        })
+        logs = LogManager([LogDir(f"{tmp_path}/b{broker_id}", "ssd")], config.default_log_config(), clock)
+        logs.startup()
+        manager = ReplicaManager(config, logs, clock, partition_state_store=zk.store())
+        services = BrokerServices(config=config, metadata=MetadataCache(), replica_manager=manager,
+                                  zk_agent=None, producer_ids=None, clock_ms=clock)
+        node = Node(broker_id, manager, logs, Dispatcher(services))
+        made.append(node)
+        return node
+
+    yield make
+    for node in made:
+        node.manager.shutdown()
+        node.logs.shutdown()
+
+
+def state(leader, epoch, isr, replicas=(1, 2), zk_version=0, key=KEY):
+    return LeaderAndIsrPartition(topic=key[0], partition=key[1], controller_epoch=1, leader=leader,
+                                 leader_epoch=epoch, isr=tuple(isr), partition_epoch=zk_version,
+                                 replicas=tuple(replicas))
+
+
+def control(node, *states, controller_epoch=1):
+    return node.manager.apply_leader_and_isr(0, controller_epoch, list(states), {})
+
+
+def batch(*values):
+    return build_batch([(None, v, None, T0) for v in values])
+
+
+def produce(node, *values, acks=1):
+    result = node.manager.append(TOPIC, 0, batch(*values), acks)
+    assert result.error == ErrorCode.none, result
+    return result
+
+
+def follower_fetch(leader, follower_id, offset, epoch=-1):
+    fetch = leader.manager.begin_follower_fetch(TOPIC, 0, follower_id, offset, 0, epoch)
+    if fetch is not None:
+        leader.manager.end_follower_fetch(fetch)
+    return fetch
+
+
+def values_in(node, key=KEY):
+    """(offset, leader epoch, value) of every record in the node's log."""
+    log_ = node.partition(key).log
+    data = log_.read(log_.log_start_offset, 1 << 30, None, True)
+    raw = data.region.read_bytes() if data is not None else b""
+    out, position = [], 0
+    while position < len(raw):
+        header = parse_header(raw, position)
+        for record in decode_records(raw[position:position + header.size_bytes]):
+            out.append((record.offset, header.partition_leader_epoch, record.value))
+        position += header.size_bytes
+    return out
+
+
+def fetcher_for(follower, leader, epoch, key=KEY):
+    config = FetcherConfig(fetch_wait_max_ms=0, fetch_backoff_ms=0)
+    fetcher = ReplicaFetcherThread(follower.broker_id, leader.broker_id, "loopback", 0, config,
+                                   client=LoopbackClient(leader.dispatcher))
+    fetcher.add_partitions([PartitionFetchState(follower.partition(key), leader.broker_id, epoch)])
+    return fetcher
+
+
+# --- the leader's high watermark ------------------------------------------------
+
+def test_a_new_leader_holds_its_high_watermark_until_the_isr_followers_fetch(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    produce(leader, b"a", b"b", b"c")
+    assert leader.partition().high_watermark == 0
+    follower_fetch(leader, 2, 0)
+    assert leader.partition().high_watermark == 0
+    follower_fetch(leader, 2, 2)
+    assert leader.partition().high_watermark == 2
+    follower_fetch(leader, 2, 3)
+    assert leader.partition().high_watermark == 3
+    follower_fetch(leader, 2, 1)  # a stale fetch never moves it back
+    assert leader.partition().high_watermark == 3
+
+
+def test_acks_all_completes_only_once_the_follower_has_the_batch(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    result = produce(leader, b"a", acks=-1)
+    assert leader.manager.await_commit(TOPIC, 0, result.last_offset, time.monotonic() + 0.05,
+                                       result.leader_epoch) == ErrorCode.request_timed_out
+    outcome = []
+    waiter = threading.Thread(target=lambda: outcome.append(leader.manager.await_commit(
+        TOPIC, 0, result.last_offset, time.monotonic() + 5, result.leader_epoch)))
+    waiter.start()
+    follower_fetch(leader, 2, 0)        # fetches the batch: not yet known to have it
+    time.sleep(0.05)
+    assert not outcome
+    follower_fetch(leader, 2, 1)        # the next fetch proves it has it
+    waiter.join(5)
+    assert outcome == [ErrorCode.none]
+
+
+def test_consumers_read_to_the_high_watermark_followers_to_the_log_end(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    produce(leader, b"a", b"b")
+    consumer = leader.manager.read(TOPIC, 0, 0, 1 << 20, 0, True)
+    assert consumer.error == ErrorCode.none and consumer.region is None and consumer.high_watermark == 0
+    follower = leader.manager.read_for_follower(TOPIC, 0, 2, 0, 1 << 20, 0, True)
+    assert follower.error == ErrorCode.none and follower.size > 0
+    stranger = leader.manager.read_for_follower(TOPIC, 0, 3, 0, 1 << 20, 0, True)
+    assert stranger.error == ErrorCode.not_leader_or_follower
+
+
+def test_follower_fetch_is_fenced_by_leader_epoch(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 4, (1, 2)))
+    assert leader.manager.read_for_follower(TOPIC, 0, 2, 0, 1024, 3, True).error == ErrorCode.fenced_leader_epoch
+    assert leader.manager.read_for_follower(TOPIC, 0, 2, 0, 1024, 5, True).error == ErrorCode.unknown_leader_epoch
+    assert follower_fetch(leader, 2, 0, epoch=3) is None
+
+
+# --- LeaderAndIsr and StopReplica ---------------------------------------------
+
+def test_leader_and_isr_rules_for_epochs_and_assignment(nodes):
+    node = nodes(1)
+    assert control(node, state(1, 3, (1, 2)), controller_epoch=5) == {KEY: ErrorCode.none}
+    assert control(node, state(2, 3, (2, 1)), controller_epoch=5) == {KEY: ErrorCode.stale_controller_epoch}
+    assert control(node, state(2, 2, (2, 1)), controller_epoch=5) == {KEY: ErrorCode.stale_controller_epoch}
+    assert node.partition().is_leader and node.partition().leader_epoch == 3
+    other = ("t", 1)
+    assert control(node, state(2, 0, (2, 3), replicas=(2, 3), key=other), controller_epoch=5) == {
+        other: ErrorCode.unknown_topic_or_partition}
+    with pytest.raises(StaleControllerEpochError):
+        control(node, state(2, 9, (2, 1)), controller_epoch=4)
+    assert node.partition().leader_epoch == 3
+
+
+def test_becoming_leader_records_the_epoch_start_and_follower_refuses_clients(nodes):
+    node = nodes(1)
+    control(node, state(2, 0, (2, 1)))
+    assert node.manager.append(TOPIC, 0, batch(b"x"), 1).error == ErrorCode.not_leader_or_follower
+    assert node.manager.read(TOPIC, 0, 0, 1024, -1, True).error == ErrorCode.not_leader_or_follower
+    control(node, state(1, 1, (1, 2)))
+    produce(node, b"a", b"b")
+    control(node, state(1, 2, (1, 2)))
+    assert node.partition().leader_epoch_start_offset == 2
+    assert node.partition().log.leader_epoch_cache.entries == [(1, 0), (2, 2)]
+
+
+def test_interim_metadata_never_overrides_the_controller(nodes):
+    from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
+    from kafkactl.cluster.zk.codecs import TopicAssignment
+
+    node = nodes(1)
+    control(node, state(2, 5, (2, 1)))
+    snapshot = MetadataSnapshot(topics={TOPIC: TopicMetadata(
+        TOPIC, TopicAssignment({0: [1, 2]}),
+        {0: PartitionState(leader=1, leader_epoch=9, isr=[1], controller_epoch=1)})})
+    node.manager.apply_metadata(snapshot, granted={KEY})
+    assert not node.partition().is_leader and node.partition().leader_epoch == 5
+
+
+def test_stop_replica_fences_old_epochs_and_deletes(nodes, tmp_path):
+    node = nodes(1)
+    control(node, state(2, 3, (2, 1)))
+    assert node.manager.stop_replicas({KEY: 3}, delete=False) == {KEY: ErrorCode.fenced_leader_epoch}
+    assert node.manager.stop_replicas({KEY: 4}, delete=False) == {KEY: ErrorCode.none}
+    assert node.partition().leader_id == -1
+    assert node.manager.stop_replicas({KEY: -2}, delete=True, controller_epoch=1) == {KEY: ErrorCode.none}
+    assert node.partition() is None and node.logs.get_log(*KEY) is None
+    assert not (tmp_path / "b1" / "t-0").exists()
+    with pytest.raises(StaleControllerEpochError):
+        node.manager.stop_replicas({KEY: -1}, delete=False, controller_epoch=0)
+
+
+def test_offset_for_leader_epoch_on_the_leader(nodes):
+    node = nodes(1)
+    control(node, state(1, 0, (1,)))
+    produce(node, b"a", b"b")
+    control(node, state(1, 2, (1,)))
+    produce(node, b"c")
+    assert node.manager.end_offset_for_epoch(TOPIC, 0, 2, 0) == (ErrorCode.none, 0, 2)
+    assert node.manager.end_offset_for_epoch(TOPIC, 0, 2, 1) == (ErrorCode.none, 0, 2)
+    assert node.manager.end_offset_for_epoch(TOPIC, 0, -1, 2) == (ErrorCode.none, 2, 3)
+    assert node.manager.end_offset_for_epoch(TOPIC, 0, 1, 2)[0] == ErrorCode.fenced_leader_epoch
+    assert node.manager.end_offset_for_epoch(TOPIC, 9, -1, 0)[0] == ErrorCode.unknown_topic_or_partition
+    control(node, state(2, 3, (2, 1)))
+    assert node.manager.end_offset_for_epoch(TOPIC, 0, -1, 0)[0] == ErrorCode.not_leader_or_follower
+
+
+# --- ISR maintenance -----------------------------------------------------------
+
+def test_a_silent_follower_leaves_the_isr_after_the_lag_and_the_hw_moves_on(nodes, zk, clock):
+    leader = nodes(1)
+    zk.seed(1, 0, (1, 2))
+    control(leader, state(1, 0, (1, 2)))
+    produce(leader, b"a")
+    leader.manager.maybe_shrink_isr(clock.now_ms + LAG_MS)
+    assert leader.partition().isr == (1, 2) and leader.partition().high_watermark == 0
+    leader.manager.maybe_shrink_isr(clock.now_ms + LAG_MS + 1)
+    assert leader.partition().isr == (1,)
+    assert zk.states[KEY].isr == [1] and zk.states[KEY].zk_version == 1 and zk.states[KEY].leader_epoch == 0
+    assert leader.partition().zk_version == 1 and zk.notifications == [KEY]
+    assert leader.partition().high_watermark == 1
+
+
+def test_a_follower_joins_once_at_the_high_watermark_and_the_epoch_start(nodes, zk):
+    leader = nodes(1)
+    zk.seed(1, 0, (1, 3), zk_version=4)
+    control(leader, state(1, 0, (1, 3), replicas=(1, 2, 3), zk_version=4))
+    produce(leader, b"a", b"b", b"c", b"d", b"e")
+    follower_fetch(leader, 3, 2)                     # HW 2
+    zk.seed(1, 1, (1, 3), zk_version=5)
+    control(leader, state(1, 1, (1, 3), replicas=(1, 2, 3), zk_version=5))   # epoch 1 starts at 5
+    assert leader.partition().high_watermark == 2
+    follower_fetch(leader, 2, 3)                     # past the HW, before the epoch start
+    assert leader.partition().isr == (1, 3)
+    follower_fetch(leader, 2, 5)
+    assert leader.partition().isr == (1, 3, 2) and zk.states[KEY].isr == [1, 3, 2]
+
+
+def test_pending_reads_keep_a_follower_in_sync_when_enabled(nodes, zk, clock):
+    leader = nodes(1, **{"follower.fetch.pending.reads.insync.enable": "true"})
+    zk.seed(1, 0, (1, 2))
+    control(leader, state(1, 0, (1, 2)))
+    produce(leader, b"a")
+    follower_fetch(leader, 2, 0)       # leader's end was 1 at this fetch
+    produce(leader, b"b")
+    slow = leader.manager.begin_follower_fetch(TOPIC, 0, 2, 1, 0, -1)   # reached it: pending
+    clock.advance(LAG_MS + 5_000)      # the leader takes long to serve it
+    leader.manager.maybe_shrink_isr()
+    assert leader.partition().isr == (1, 2)
+    leader.manager.end_follower_fetch(slow)
+    clock.advance(LAG_MS)
+    leader.manager.maybe_shrink_isr()
+    assert leader.partition().isr == (1, 2)
+    clock.advance(1)
+    leader.manager.maybe_shrink_isr()
+    assert leader.partition().isr == (1,)
+
+
+def test_min_insync_replicas_before_and_after_append(nodes, zk, clock):
+    leader = nodes(1, **{"min.insync.replicas": "2"})
+    zk.seed(1, 0, (1, 2))
+    control(leader, state(1, 0, (1, 2)))
+    result = produce(leader, b"a", acks=-1)
+    clock.advance(LAG_MS + 1)
+    leader.manager.maybe_shrink_isr()   # the follower never came: ISR 1 < 2
+    assert leader.manager.await_commit(TOPIC, 0, result.last_offset, time.monotonic() + 1,
+                                       result.leader_epoch) == ErrorCode.not_enough_replicas_after_append
+    refused = leader.manager.append(TOPIC, 0, batch(b"b"), -1)
+    assert refused.error == ErrorCode.not_enough_replicas
+    assert leader.partition().log.log_end_offset == 1
+
+
+# --- the split-brain guard (seed 000, discussion 3) -----------------------------
+
+def test_a_leader_whose_isr_write_meets_a_newer_epoch_stops_leading(nodes, zk, clock):
+    old = nodes(1)
+    zk.seed(1, 0, (1, 2))
+    control(old, state(1, 0, (1, 2)))
+    result = produce(old, b"m", acks=-1)
+    # Paused past its session: the controller elected broker 2 at epoch 1.
+    zk.seed(2, 1, (2,), zk_version=1)
+    clock.advance(LAG_MS + 1)
+    old.manager.maybe_shrink_isr()          # wants ISR [1]: the conditional write fails
+    partition = old.partition()
+    assert not partition.is_leader and partition.high_watermark == 0
+    assert zk.states[KEY].leader == 2 and zk.states[KEY].isr == [2]
+    assert old.manager.await_commit(TOPIC, 0, result.last_offset, time.monotonic() + 1,
+                                    result.leader_epoch) == ErrorCode.not_leader_or_follower
+    assert old.manager.append(TOPIC, 0, batch(b"n"), 1).error == ErrorCode.not_leader_or_follower
+    assert old.manager.read(TOPIC, 0, 0, 1024, -1, True).error == ErrorCode.not_leader_or_follower
+    # The controller's LeaderAndIsr for epoch 1 still applies.
+    assert control(old, state(2, 1, (2,), zk_version=1)) == {KEY: ErrorCode.none}
+    assert partition.leader_id == 2 and partition.leader_epoch == 1
+
+
+def test_an_isr_write_with_unknown_outcome_freezes_the_hw_until_read_back(nodes, zk, clock):
+    leader = nodes(1)
+    zk.seed(1, 0, (1, 2, 3))
+    control(leader, state(1, 0, (1, 2, 3), replicas=(1, 2, 3)))
+    produce(leader, b"a", b"b")
+    follower_fetch(leader, 2, 2)
+    clock.advance(LAG_MS + 1)
+    follower_fetch(leader, 2, 2)
+    zk.write_error = TimeoutError("zookeeper did not answer")
+    leader.manager.maybe_shrink_isr()       # drop 3: the write's fate is unknown
+    assert leader.partition().isr_write is not None and leader.partition().high_watermark == 0
+    follower_fetch(leader, 2, 2)
+    assert leader.partition().high_watermark == 0
+    zk.write_error = None
+    zk.read_error = TimeoutError("still down")
+    leader.manager.maybe_shrink_isr()
+    assert leader.partition().isr_write is not None
+    # It had landed: reading the znode back settles it.
+    zk.read_error = None
+    zk.seed(1, 0, (1, 2), zk_version=1)
+    leader.manager.maybe_shrink_isr()
+    assert leader.partition().isr == (1, 2) and leader.partition().zk_version == 1
+    assert leader.partition().is_leader and leader.partition().high_watermark == 2
+
+
+# --- the follower: truncation and fetching -----------------------------------------
+
+@pytest.mark.parametrize("answer, local, expected", [
+    ((0, 5), (0, 8), Truncation(5, True)),          # the leader's epoch ends earlier: cut the tail
+    ((0, 9), (0, 8), Truncation(8, True)),          # ours ends earlier: keep all
+    ((-1, -1), (0, 8), Truncation(6, True)),        # leader knows nothing: the HW
+    ((3, 7), (2, 4), Truncation(4, False)),         # epoch 3 unknown here: cut to our epoch 2, ask again
+    ((3, 7), (-1, -1), Truncation(7, True)),        # no local epoch at all
+])
+def test_truncation_decisions(answer, local, expected):
+    assert truncation_for(answer[0], answer[1], local[0], local[1], log_end_offset=8,
+                          high_watermark=6) == expected
+
+
+def test_two_failures_the_returning_leader_truncates_its_uncommitted_tail_by_epoch(nodes):
+    a, b = nodes(1), nodes(2)
+    control(a, state(1, 0, (1, 2)))
+    control(b, state(1, 0, (1, 2)))
+    to_b = fetcher_for(b, a, 0)
+    produce(a, b"m1")
+    to_b.run_once()                      # truncation round (nothing to cut)
+    to_b.run_once()                      # B gets m1
+    to_b.run_once()                      # B at 1: A's HW becomes 1
+    assert a.partition().high_watermark == 1 and b.partition().high_watermark == 1
+    produce(a, b"m2")                    # only A has it
+    # A dies; B leads at epoch 1 and writes m3 at offset 1.
+    to_b.remove_partitions([KEY])
+    control(b, state(2, 1, (2,)))
+    produce(b, b"m3")
+    # A comes back as a follower of B.
+    control(a, state(2, 1, (2,)))
+    to_a = fetcher_for(a, b, 1)
+    to_a.run_once()                      # OffsetForLeaderEpoch(0) -> B: epoch 0 ends at 1
+    assert [v for _, _, v in values_in(a)] == [b"m1"]
+    to_a.run_once()
+    assert values_in(a) == [(0, 0, b"m1"), (1, 1, b"m3")]
+    assert values_in(a) == values_in(b)
+
+
+def test_a_follower_that_never_saw_the_leaders_epoch_truncates_in_two_rounds(nodes):
+    a, b = nodes(1), nodes(2)
+    control(b, state(2, 0, (2, 1)))
+    produce(b, b"x0")
+    control(a, state(2, 0, (2, 1)))
+    fetcher = fetcher_for(a, b, 0)
+    for _ in range(3):
+        fetcher.run_once()
+    fetcher.remove_partitions([KEY])
+    control(b, state(2, 1, (2,)))        # epoch 1: B writes y1; A is away
+    produce(b, b"y1")
+    control(a, state(1, 2, (1,)))        # epoch 2: A leads alone (B away), writes a2
+    produce(a, b"a2")
+    control(b, state(2, 3, (2,)))        # epoch 3: B again, writes y3
+    produce(b, b"y3")
+    control(a, state(2, 3, (2, 1)))
+    fetcher = fetcher_for(a, b, 3)
+    fetcher.run_once()                   # asks about 2: B says epoch 1 ends at 2; A never saw 1
+    (fetch_state,) = fetcher.partitions().values()
+    assert fetch_state.truncating and a.partition().log.latest_epoch == 0
+    fetcher.run_once()                   # asks about 0: ends at 1 on both
+    assert not fetch_state.truncating and values_in(a) == [(0, 0, b"x0")]
+    fetcher.run_once()
+    assert values_in(a) == [(0, 0, b"x0"), (1, 1, b"y1"), (2, 3, b"y3")] == values_in(b)
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(nodes):
+    a, b = nodes(1), nodes(2)
+    control(a, state(1, 0, (1,)))
+    produce(a, b"a", b"b")
+    produce(a, b"c")
+    a.partition().log.maybe_increment_log_start_offset(2)
+    control(b, state(1, 0, (1, 2)))
+    fetcher = fetcher_for(b, a, 0)
+    fetcher.run_once()                   # truncation round (empty log: to the HW)
+    fetcher.run_once()                   # out of range: start over at 2
+    assert b.partition().log.log_start_offset == 2 and b.partition().log.log_end_offset == 2
+    fetcher.run_once()
+    assert values_in(b) == [(2, 0, b"c")]
+
+
+def test_the_follower_takes_the_hw_and_log_start_from_the_leader(nodes):
+    a, b = nodes(1), nodes(2)
+    control(a, state(1, 0, (1, 2)))
+    control(b, state(1, 0, (1, 2)))
+    produce(a, b"a", b"b")
+    produce(a, b"c")
+    fetcher = fetcher_for(b, a, 0)
+    for _ in range(3):
+        fetcher.run_once()
+    assert b.partition().log.log_end_offset == 3 and a.partition().high_watermark == 3
+    a.partition().log.maybe_increment_log_start_offset(2)
+    fetcher.run_once()
+    assert b.partition().high_watermark == 3 and b.partition().log.log_start_offset == 2
+
+
+def test_a_fenced_follower_backs_off_and_appends_nothing(nodes):
+    a, b = nodes(1), nodes(2)
+    control(a, state(1, 3, (1, 2)))
+    produce(a, b"a")
+    control(b, state(1, 2, (1, 2)))      # B missed epoch 3's LeaderAndIsr
+    fetcher = fetcher_for(b, a, 2)
+    fetcher.run_once()                   # empty log: truncates to its HW without asking
+    fetcher.run_once()                   # Fetch: FENCED_LEADER_EPOCH
+    (fetch_state,) = fetcher.partitions().values()
+    assert fetch_state.delayed_until > 0 and fetch_state.truncating
+    assert b.partition().log.log_end_offset == 0
