@@ -294,7 +294,7 @@ class ReplicaFetcherThread:
         if decision.complete:
             state.truncating = False
             state.truncation_rounds = 0
-            log.info("%s-%s: truncated to %s for leader %s at epoch %s", partition.topic, partition.index,
+            log.info("%s-%s: fetching from %s (leader %s, epoch %s)", partition.topic, partition.index,
                      partition.log.log_end_offset, state.leader_id, state.leader_epoch)
 
     def _truncate_to_high_watermark(self, state: PartitionFetchState) -> None:
