@@ -549,3 +549,31 @@ def test_a_fenced_follower_backs_off_and_appends_nothing(nodes):
     (fetch_state,) = fetcher.partitions().values()
     assert fetch_state.delayed_until > 0 and fetch_state.truncating
     assert b.partition().log.log_end_offset == 0
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_offset_for_leader_epoch_handler_answers_every_advertised_version(nodes, version):
+    from kafkactl.cluster.protocol.build import module_of
+    from kafkactl.cluster.protocol.codec import request_class
+
+    node = nodes(1)
+    control(node, state(1, 0, (1,)))
+    produce(node, b"a", b"b")
+    control(node, state(1, 1, (1,)))
+    produce(node, b"c")
+    cls = request_class(23, version)
+    module = module_of(cls)
+    partitions = (
+        module.OffsetForLeaderPartition(partition=0, current_leader_epoch=1, leader_epoch=0),
+        module.OffsetForLeaderPartition(partition=0, current_leader_epoch=0, leader_epoch=0),
+        module.OffsetForLeaderPartition(partition=7, current_leader_epoch=-1, leader_epoch=0),
+    )
+    request = cls(topics=(module.OffsetForLeaderTopic(topic=TOPIC, partitions=partitions),),
+                  **({"replica_id": -1} if version >= 3 else {}))
+    response = LoopbackClient(node.dispatcher).request(request)
+    answers = [(p.error_code, p.leader_epoch, p.end_offset) for p in response.topics[0].partitions]
+    assert answers == [
+        (ErrorCode.none, 0, 2),
+        (ErrorCode.fenced_leader_epoch, -1, -1),
+        (ErrorCode.unknown_topic_or_partition, -1, -1),
+    ]
