@@ -195,6 +195,7 @@ class Partition:
         self.lock = threading.Lock()
         self.leader_id = -1
         self.leader_epoch = -1
+        self.led_since_epoch = -1             # the epoch at which this broker last became leader
         self.controller_epoch = -1            # of the controller that decided the leadership
         self.zk_version = -1                  # the state znode's version (partition epoch)
         self.leader_recovery_state = 0
@@ -255,6 +256,8 @@ class Partition:
         self.isr_write = None  # a write still in flight answers to an older state
 
     def _become_leader(self, now_ms: int, is_new_leader: bool) -> None:
+        if is_new_leader:
+            self.led_since_epoch = self.leader_epoch
         # Batches appended from now on carry this epoch; the cache maps it to
         # the next offset so followers can truncate by epoch.
         log_end_offset = self.log.log_end_offset
@@ -295,12 +298,13 @@ class Partition:
         with self.lock:
             if self.controller_managed or leader_epoch < self.leader_epoch:
                 return  # the controller decides, or a stale view: epochs never go back
+            was_leader = self.is_leader
             became_leader = leader_id == self.broker_id and not (
-                self.is_leader and self.leader_epoch == leader_epoch)
+                was_leader and self.leader_epoch == leader_epoch)
             self.leader_id, self.leader_epoch = leader_id, leader_epoch
             self.isr, self.replicas = tuple(isr), tuple(replicas)
             if became_leader:
-                self._become_leader(now_ms, True)
+                self._become_leader(now_ms, not was_leader)
             elif not self.is_leader:
                 self._become_follower()
             else:
@@ -340,10 +344,15 @@ class Partition:
             return AppendResult(ErrorCode.none, info.first_offset, self.log.log_start_offset,
                                 last_offset=info.last_offset, leader_epoch=self.leader_epoch)
 
-    def commit_state(self, last_offset: int, leader_epoch: int, min_insync_replicas: int) -> ErrorCode | None:
-        """acks=-1: None while waiting, else the produce's outcome (Kafka's rules)."""
+    def commit_state(self, last_offset: int, appended_epoch: int, min_insync_replicas: int) -> ErrorCode | None:
+        """acks=-1: None while waiting, else the produce's outcome (Kafka's rules).
+
+        `appended_epoch` (-1: unchecked) is the epoch the batch was appended
+        under: if this broker stopped leading since, even if it leads again,
+        the offset may now hold other records.
+        """
         with self.lock:
-            if not self.is_leader or (leader_epoch >= 0 and leader_epoch != self.leader_epoch):
+            if not self.is_leader or 0 <= appended_epoch < self.led_since_epoch:
                 return ErrorCode.not_leader_or_follower
             if self.high_watermark <= last_offset:
                 return None
@@ -766,8 +775,8 @@ class ReplicaManager:
 
         NONE; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below
         min.insync.replicas by then; NOT_LEADER_OR_FOLLOWER if leadership
-        moved (or the epoch changed since the append); REQUEST_TIMED_OUT at
-        the deadline (time.monotonic()).
+        moved since the append (`leader_epoch`: the AppendResult's);
+        REQUEST_TIMED_OUT at the deadline (time.monotonic()).
         """
         partition = self.partitions.get((topic, index))
         if partition is None:

@@ -577,3 +577,20 @@ def test_offset_for_leader_epoch_handler_answers_every_advertised_version(nodes,
         (ErrorCode.fenced_leader_epoch, -1, -1),
         (ErrorCode.unknown_topic_or_partition, -1, -1),
     ]
+
+
+def test_acks_all_survives_a_new_epoch_for_the_same_leader_but_not_a_lost_leadership(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    kept = produce(leader, b"a", acks=-1)
+    control(leader, state(1, 1, (1, 2)))       # the controller bumped the epoch: same leader
+    follower_fetch(leader, 2, 1)
+    assert leader.manager.await_commit(TOPIC, 0, kept.last_offset, time.monotonic() + 1,
+                                       kept.leader_epoch) == ErrorCode.none
+    lost = produce(leader, b"b", acks=-1)
+    control(leader, state(2, 2, (2, 1)))       # leadership moved away ...
+    control(leader, state(1, 3, (1, 2)))       # ... and came back: offset 1 may hold other data now
+    follower_fetch(leader, 2, 2)
+    assert leader.partition().high_watermark == 2
+    assert leader.manager.await_commit(TOPIC, 0, lost.last_offset, time.monotonic() + 1,
+                                       lost.leader_epoch) == ErrorCode.not_leader_or_follower
