@@ -63,6 +63,7 @@ class FetcherConfig:
     fetch_min_bytes: int = 1                   # replica.fetch.min.bytes
     fetch_backoff_ms: int = 1000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30000             # replica.socket.timeout.ms
+    connect_timeout_ms: int = 10000            # socket.connection.setup.timeout.ms
     connect_backoff_initial_ms: int = 100
     connect_backoff_max_ms: int = 1000
 
@@ -144,7 +145,7 @@ class ReplicaFetcherThread:
         self.endpoint = (host, port)
         self.config = config
         self.client = client or BrokerClient(host, port, f"replica-fetcher-{broker_id}",
-                                             connect_timeout_s=config.socket_timeout_ms / 1000,
+                                             connect_timeout_s=config.connect_timeout_ms / 1000,
                                              request_timeout_s=config.socket_timeout_ms / 1000)
         self._states: dict[tuple[str, int], PartitionFetchState] = {}
         self._lock = threading.Lock()       # held while a response is applied to the logs
@@ -179,6 +180,14 @@ class ReplicaFetcherThread:
     def partitions(self) -> dict[tuple[str, int], PartitionFetchState]:
         with self._lock:
             return dict(self._states)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def connect_backoff_s(self) -> float:
+        """The wait before the next connection attempt after a failure."""
+        return self._connect_backoff_s
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stopping.set()
@@ -430,6 +439,10 @@ class ReplicaFetcherManager:
                 if fetcher.partition_count() == 0:
                     del self._fetchers[leader_id]
                     fetcher.stop()
+
+    def fetcher_for(self, source_broker_id: int) -> ReplicaFetcherThread | None:
+        with self._lock:
+            return self._fetchers.get(source_broker_id)
 
     def fetching(self) -> Mapping[tuple[str, int], PartitionFetchState]:
         with self._lock:

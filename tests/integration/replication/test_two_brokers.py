@@ -292,12 +292,13 @@ def test_a_fetcher_to_a_dead_leader_backs_off_and_stops_promptly(cluster):
     assert produce(a, b"a").error_code == ErrorCode.none
     a.server.stop()                                 # the leader's process is gone
     time.sleep(0.5)
-    (fetcher,) = b.manager.fetchers._fetchers.values()
-    assert fetcher._thread.is_alive()
-    assert FETCHER.connect_backoff_initial_ms / 1000 < fetcher._connect_backoff_s <= FETCHER.connect_backoff_max_ms / 1000
+    fetcher = b.manager.fetchers.fetcher_for(1)
+    assert fetcher.is_alive()
+    assert FETCHER.connect_backoff_initial_ms / 1000 < fetcher.connect_backoff_s <= FETCHER.connect_backoff_max_ms / 1000
     started = time.monotonic()
     b.manager.fetchers.remove_partitions([KEY])
-    assert time.monotonic() - started < 2 and not fetcher._thread.is_alive()
+    assert time.monotonic() - started < 2 and not fetcher.is_alive()
+    assert b.manager.fetchers.fetcher_for(1) is None
 
 
 def test_stopping_a_fetcher_interrupts_its_long_poll(tmp_path):
@@ -318,7 +319,7 @@ def test_stopping_a_fetcher_interrupts_its_long_poll(tmp_path):
         time.sleep(0.5)                             # now waiting in the leader's long poll
         started = time.monotonic()
         fetcher.stop()
-        assert time.monotonic() - started < 1 and not fetcher._thread.is_alive()
+        assert time.monotonic() - started < 1 and not fetcher.is_alive()
     finally:
         a.stop_serving()
         a.close_logs()
