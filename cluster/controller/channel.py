@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafkactl.cluster.protocol.client import KafkaConnection
+from kafkactl.cluster.broker.broker_client import BrokerClient
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +57,11 @@ class _Pending:
 
 
 class _BrokerSender:
-    def __init__(self, endpoint: BrokerEndpoint, client_id: str, queue_size: int,
-                 connect: Callable[..., KafkaConnection]) -> None:
+    def __init__(self, endpoint: BrokerEndpoint, client: BrokerClient, queue_size: int) -> None:
         self.endpoint = endpoint
-        self._client_id = client_id
-        self._connect = connect
+        self._client = client   # connects lazily, and again after any failure
         self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=queue_size)
         self._removed = threading.Event()
-        self._connection: KafkaConnection | None = None
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"controller-channel-{endpoint.broker_id}")
         self._thread.start()
@@ -77,6 +74,7 @@ class _BrokerSender:
 
     def remove(self) -> None:
         self._removed.set()
+        self._client.close()  # unblocks a request in flight
         try:
             self._queue.put_nowait(None)  # wake the thread
         except queue.Full:
@@ -88,35 +86,23 @@ class _BrokerSender:
             if item is None:
                 break
             self._deliver(item)
-        self._close()
+        self._client.close()
         self._fail_queued()
 
     def _deliver(self, item: _Pending) -> None:
         backoff_s = BACKOFF_INITIAL_S
         while not self._removed.is_set():
             try:
-                response = self._connection_or_connect().request(item.request, item.response_cls)
-            except (OSError, ValueError) as error:
+                response = self._client.request(item.request, response_cls=item.response_cls)
+            except OSError as error:  # BrokerConnectionError included
                 log.info("request %s to broker %s failed (%s); retrying in %.2f s",
                          type(item.request).__name__, self.endpoint.broker_id, error, backoff_s)
-                self._close()
                 self._removed.wait(backoff_s)
                 backoff_s = min(backoff_s * 2, BACKOFF_MAX_S)
                 continue
             _call(item.callback, response, None)
             return
         _call(item.callback, None, BrokerRemovedError(f"broker {self.endpoint.broker_id} removed"))
-
-    def _connection_or_connect(self) -> KafkaConnection:
-        if self._connection is None:
-            self._connection = self._connect(self.endpoint.host, self.endpoint.port, self._client_id,
-                                             timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=CONNECT_TIMEOUT_S)
-        return self._connection
-
-    def _close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
 
     def _fail_queued(self) -> None:
         while True:
@@ -138,11 +124,9 @@ def _call(callback: Callback | None, response, error: Exception | None) -> None:
 
 
 class ControllerChannel:
-    def __init__(self, controller_id: int, queue_size: int = DEFAULT_QUEUE_SIZE,
-                 connect: Callable[..., KafkaConnection] = KafkaConnection) -> None:
+    def __init__(self, controller_id: int, queue_size: int = DEFAULT_QUEUE_SIZE) -> None:
         self._client_id = f"controller-{controller_id}"
         self._queue_size = queue_size
-        self._connect = connect
         self._senders: dict[int, _BrokerSender] = {}
         self._lock = threading.Lock()
 
@@ -154,8 +138,9 @@ class ControllerChannel:
                 return
             if current is not None:
                 current.remove()
-            self._senders[endpoint.broker_id] = _BrokerSender(
-                endpoint, self._client_id, self._queue_size, self._connect)
+            client = BrokerClient(endpoint.host, endpoint.port, self._client_id,
+                                  connect_timeout_s=CONNECT_TIMEOUT_S, request_timeout_s=REQUEST_TIMEOUT_S)
+            self._senders[endpoint.broker_id] = _BrokerSender(endpoint, client, self._queue_size)
 
     def remove_broker(self, broker_id: int) -> None:
         with self._lock:
