@@ -42,6 +42,7 @@ class Broker:
         self.metadata = MetadataCache()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
         self.zk_agent = ZkAgent(config, self._on_metadata, clock_ms)
+        self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
         self.services = BrokerServices(
             config=config,
             metadata=self.metadata,
@@ -81,6 +82,7 @@ class Broker:
         self.server.stop()
         self.zk_agent.stop()
         self._housekeeping.join(timeout=5)
+        self.replica_manager.shutdown()  # fetchers stop before their logs close
         self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
         self.log_manager.shutdown()
         log.info("broker %s stopped cleanly", self.config.broker_id)
@@ -90,6 +92,7 @@ class Broker:
         while not self._stopping.wait(HOUSEKEEPING_TICK_S):
             now_ms = self.clock_ms()
             try:
+                self.replica_manager.maybe_shrink_isr(now_ms)
                 self.log_manager.flush_due()
                 self.log_manager.purge_deleted(now_ms)
                 if now_ms - last_checkpoint_ms >= HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS:

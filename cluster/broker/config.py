@@ -67,6 +67,12 @@ class BrokerConfig:
     message_max_bytes: int = 1048588
     max_connections: int = 1000
     metrics_port: int = -1
+    replica_fetch_max_bytes: int = 1048576
+    replica_fetch_response_max_bytes: int = 10485760
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30000
 
     def default_log_config(self) -> LogConfig:
         return LogConfig(
@@ -212,6 +218,12 @@ _KEYS: dict[str, _Key] = {
     "socket.request.max.bytes": _Key("socket_request_max_bytes", _int, _at_least(1)),
     "message.max.bytes": _Key("message_max_bytes", _int, _at_least(0)),
     "max.connections": _Key("max_connections", _int, _at_least(1)),
+    "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", _int, _at_least(0)),
+    "replica.fetch.response.max.bytes": _Key("replica_fetch_response_max_bytes", _int, _at_least(0)),
+    "replica.fetch.wait.max.ms": _Key("replica_fetch_wait_max_ms", _int, _at_least(0)),
+    "replica.fetch.min.bytes": _Key("replica_fetch_min_bytes", _int, _at_least(1)),
+    "replica.fetch.backoff.ms": _Key("replica_fetch_backoff_ms", _int, _at_least(0)),
+    "replica.socket.timeout.ms": _Key("replica_socket_timeout_ms", _int, _at_least(1)),
     "metrics.port": _Key("metrics_port", _int, _at_least(-1)),
 }
 
@@ -225,8 +237,7 @@ _ACCEPTED_UNUSED = frozenset({
     "group.initial.rebalance.delay.ms", "delete.topic.enable",
     "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "controlled.shutdown.enable",
-    "num.replica.fetchers", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
-    "replica.socket.timeout.ms", "controller.socket.timeout.ms",
+    "num.replica.fetchers", "controller.socket.timeout.ms",
     "zookeeper.max.in.flight.requests", "compression.type", "log.cleanup.policy",
     "log.cleaner.enable", "inter.broker.listener.name", "listener.security.protocol.map",
     "broker.id.generation.enable", "reserved.broker.max.id",

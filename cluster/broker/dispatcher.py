@@ -19,7 +19,8 @@ from kafkactl.cluster.broker.handlers import (
     offset_for_leader_epoch,
     produce,
 )
-from kafkactl.cluster.protocol import apis
+from kafkactl.cluster.broker.handlers import control as control_handlers
+from kafkactl.cluster.protocol import apis, control
 from kafkactl.cluster.protocol.codec import SplicedResponse, decode_request, encode_response
 from kafkactl.cluster.protocol.framing import FrameError, peek_api
 
@@ -37,6 +38,14 @@ HANDLERS = {
 }
 
 
+CONTROL_HANDLERS = {
+    control.LEADER_AND_ISR: control_handlers.leader_and_isr,
+    control.STOP_REPLICA: control_handlers.stop_replica,
+    control.UPDATE_METADATA: control_handlers.update_metadata,
+    control.CONTROLLED_SHUTDOWN: control_handlers.controlled_shutdown,
+}
+
+
 class Dispatcher:
     def __init__(self, services) -> None:
         self.services = services
@@ -47,10 +56,18 @@ class Dispatcher:
         if api_key == apis.API_VERSIONS and not apis.is_supported(api_key, api_version):
             response = api_versions.unsupported_version_response()
             return encode_response(response, correlation_id, flexible_header=False)
-        if not apis.is_supported(api_key, api_version):
+        if control.is_control_api(api_key):
+            # Controller-to-broker APIs: served, never advertised (kafka-python
+            # infers a broker version from the advertised ranges).
+            if control.VERSIONS[api_key] != api_version:
+                raise FrameError(f"unsupported control api_key {api_key} version {api_version}")
+            handler = CONTROL_HANDLERS[api_key]
+        elif apis.is_supported(api_key, api_version):
+            handler = HANDLERS[api_key]
+        else:
             raise FrameError(f"unsupported api_key {api_key} version {api_version}")
         header, request = decode_request(frame, api_key, api_version)
-        response = HANDLERS[api_key](self.services, header, request)
+        response = handler(self.services, header, request)
         if response is None or isinstance(response, SplicedResponse):
             return response
         return encode_response(response, correlation_id)

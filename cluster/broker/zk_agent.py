@@ -24,6 +24,7 @@ from kafkactl.cluster.admin import topics as admin_topics
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
 from kafkactl.cluster.broker.leadership import LeadershipClaim, interim_leadership_claims
 from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
+from kafkactl.cluster.broker.replica_manager import PartitionStateConflict, PartitionStateStore
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk import client as zk_client
 
@@ -341,6 +342,37 @@ class ZkAgent:
             return False
         self._dirty.set()
         return True
+
+    # --- the ISR writes of partition leaders (called from request threads)
+
+    def partition_state_store(self) -> PartitionStateStore:
+        return PartitionStateStore(
+            write_partition_state=self._write_partition_state,
+            read_partition_state=self._read_partition_state,
+            notify_isr_change=self._notify_isr_change,
+        )
+
+    def _write_partition_state(self, topic: str, partition: int, state: codecs.PartitionState,
+                               expected_zk_version: int) -> int:
+        path = layout.partition_state(topic, partition)
+        try:
+            return self.zk.set(path, codecs.encode_partition_state(state), expected_zk_version).version
+        except (BadVersionError, NoNodeError) as error:
+            raise PartitionStateConflict(f"{path}: {type(error).__name__}") from None
+
+    def _read_partition_state(self, topic: str, partition: int) -> codecs.PartitionState | None:
+        path = layout.partition_state(topic, partition)
+        try:
+            data, stat = self.zk.get(path)
+        except NoNodeError:
+            return None
+        return codecs.decode_partition_state(path, data, stat.version)
+
+    def _notify_isr_change(self, topic: str, partition: int) -> None:
+        # One notification per change: the controller reads and deletes them.
+        # Kafka batched them for seconds; prompt metadata matters more here.
+        self.zk.create(layout.ISR_CHANGE_PREFIX, codecs.encode_partition_list([(topic, partition)]),
+                       sequential=True)
 
     # --- producer id blocks
 

@@ -93,8 +93,10 @@ class BoundedZk:
         self.client = client
         self.timeout_s = timeout_s
 
-    def create(self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
-        return wait(self.client.create_async(path, value, ephemeral=ephemeral, makepath=makepath), self.timeout_s)
+    def create(self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False,
+               sequential: bool = False) -> str:
+        return wait(self.client.create_async(path, value, ephemeral=ephemeral, sequence=sequential,
+                                             makepath=makepath), self.timeout_s)
 
     def get(self, path: str):
         return wait(self.client.get_async(path), self.timeout_s)

@@ -17,3 +17,4 @@ class BrokerServices:
     zk_agent: object
     producer_ids: object
     clock_ms: Callable[[], int]
+    controller: object | None = None   # set on every broker; active on the elected one

@@ -1,0 +1,94 @@
+"""The controller's requests to a broker: LeaderAndIsr, StopReplica,
+UpdateMetadata, and ControlledShutdown (which a broker sends to the controller).
+
+Every request carries the controller epoch and the target broker's epoch
+(the czxid of its registration): a request meant for an earlier incarnation
+of this broker is refused with STALE_BROKER_EPOCH, and one from a deposed
+controller with STALE_CONTROLLER_EPOCH, so nothing stale is acted on.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.metadata import metadata_from_update
+from kafkactl.cluster.broker.replica_manager import (
+    StaleControllerEpochError,
+    leader_and_isr_partitions,
+    live_leader_endpoints,
+    stop_replica_partitions,
+)
+from kafkactl.cluster.protocol import control
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _stale_broker_epoch(services, broker_epoch: int) -> bool:
+    # -1: the sender did not say (Kafka's rule); otherwise it must not be older.
+    return broker_epoch != -1 and broker_epoch < services.zk_agent.broker_epoch
+
+
+def leader_and_isr(services, header, request):
+    if _stale_broker_epoch(services, request.broker_epoch):
+        return _leader_and_isr_response(request, {}, ErrorCode.stale_broker_epoch)
+    try:
+        errors = services.replica_manager.apply_leader_and_isr(
+            request.controller_id, request.controller_epoch,
+            leader_and_isr_partitions(request), live_leader_endpoints(request))
+    except StaleControllerEpochError:
+        return _leader_and_isr_response(request, {}, ErrorCode.stale_controller_epoch)
+    return _leader_and_isr_response(request, errors, ErrorCode.none)
+
+
+def _leader_and_isr_response(request, errors, top_level: ErrorCode):
+    topics = []
+    for topic in request.topic_states:
+        partitions = tuple(
+            control.LeaderAndIsrPartitionError(
+                partition_index=p.partition_index,
+                error_code=top_level if top_level != ErrorCode.none
+                else errors.get((topic.topic_name, p.partition_index), ErrorCode.none))
+            for p in topic.partition_states)
+        topics.append(control.LeaderAndIsrTopicError(topic_id=topic.topic_id or ZERO_UUID,
+                                                     partition_errors=partitions))
+    return control.LeaderAndIsrResponse(error_code=top_level, topics=tuple(topics))
+
+
+def stop_replica(services, header, request):
+    if _stale_broker_epoch(services, request.broker_epoch):
+        return control.StopReplicaResponse(error_code=ErrorCode.stale_broker_epoch, partition_errors=())
+    errors = {}
+    try:
+        for delete, partitions in stop_replica_partitions(request).items():
+            if partitions:
+                errors.update(services.replica_manager.stop_replicas(
+                    partitions, delete, request.controller_epoch, request.controller_id))
+    except StaleControllerEpochError:
+        return control.StopReplicaResponse(error_code=ErrorCode.stale_controller_epoch, partition_errors=())
+    return control.StopReplicaResponse(error_code=ErrorCode.none, partition_errors=tuple(
+        control.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=code)
+        for (t, p), code in sorted(errors.items())))
+
+
+def update_metadata(services, header, request):
+    if _stale_broker_epoch(services, request.broker_epoch):
+        return control.UpdateMetadataResponse(error_code=ErrorCode.stale_broker_epoch)
+    current = services.metadata.snapshot
+    if request.controller_epoch < current.controller_epoch:
+        return control.UpdateMetadataResponse(error_code=ErrorCode.stale_controller_epoch)
+    snapshot = metadata_from_update(current, request)
+    services.metadata.replace(snapshot)
+    services.replica_manager.update_broker_endpoints(
+        {b.broker_id: (b.host, b.port) for b in snapshot.brokers.values()})
+    return control.UpdateMetadataResponse(error_code=ErrorCode.none)
+
+
+def controlled_shutdown(services, header, request):
+    controller = services.controller
+    if controller is None or not controller.is_active():
+        return control.ControlledShutdownResponse(error_code=ErrorCode.not_controller, remaining_partitions=())
+    error, remaining = controller.controlled_shutdown(request.broker_id, request.broker_epoch)
+    return control.ControlledShutdownResponse(error_code=error, remaining_partitions=tuple(
+        control.RemainingPartition(topic_name=t, partition_index=p) for t, p in remaining))
