@@ -1,0 +1,203 @@
+"""The controller context: everything the controller knows, in memory.
+
+Two kinds of data live here. A mirror of ZooKeeper (live brokers, topic
+assignments, partition leadership with zk versions, the admin triggers) that
+changes only by the writes of a decision or by what the I/O layer read; and
+the controller's own bookkeeping (state machines, brokers shutting down,
+deletion and reassignment progress) that ZooKeeper does not hold and a new
+controller rebuilds on failover.
+
+Values stored here are immutable (frozen dataclasses, tuples), so `copy()`
+copies only the containers: a decision works on a copy and never changes the
+context it was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kafkactl.cluster.controller.model import (
+    NO_LEADER, PartitionReplica, ReplicaAssignment, TopicPartition,
+)
+from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
+from kafkactl.cluster.controller.replica_state_machine import ReplicaStateName
+from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
+
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """The broker settings the controller's decisions depend on (Kafka's defaults)."""
+
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    delete_topic_enable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    target: tuple[int, ...]
+    # The leader moved into the target and the ISR lost the removed replicas;
+    # what remains is writing the final assignment and the admin znode.
+    completing: bool = False
+
+
+@dataclass
+class ControllerContext:
+    controller_id: int
+    controller_epoch: int
+    controller_epoch_zk_version: int
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    # --- mirror of ZooKeeper
+    live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    topic_ids: dict[str, str | None] = field(default_factory=dict)
+    assignments: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
+    leadership: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)           # /admin/delete_topics
+    reassign_admin: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    preferred_admin: frozenset[TopicPartition] | None = None          # /admin/preferred_replica_election
+    unclean_overrides: dict[str, bool] = field(default_factory=dict)  # /config/topics/<t>
+    # --- the controller's own bookkeeping
+    shutting_down: set[int] = field(default_factory=set)
+    partition_states: dict[TopicPartition, PartitionStateName] = field(default_factory=dict)
+    replica_states: dict[PartitionReplica, ReplicaStateName] = field(default_factory=dict)
+    reassignments: dict[TopicPartition, Reassignment] = field(default_factory=dict)
+    deletion_ineligible: set[str] = field(default_factory=set)
+
+    def copy(self) -> ControllerContext:
+        return ControllerContext(
+            controller_id=self.controller_id,
+            controller_epoch=self.controller_epoch,
+            controller_epoch_zk_version=self.controller_epoch_zk_version,
+            config=self.config,
+            live_brokers=dict(self.live_brokers),
+            topic_ids=dict(self.topic_ids),
+            assignments=dict(self.assignments),
+            leadership=dict(self.leadership),
+            topics_to_delete=set(self.topics_to_delete),
+            reassign_admin=dict(self.reassign_admin),
+            preferred_admin=self.preferred_admin,
+            unclean_overrides=dict(self.unclean_overrides),
+            shutting_down=set(self.shutting_down),
+            partition_states=dict(self.partition_states),
+            replica_states=dict(self.replica_states),
+            reassignments=dict(self.reassignments),
+            deletion_ineligible=set(self.deletion_ineligible),
+        )
+
+    def restore_partition(self, before: ControllerContext, tp: TopicPartition) -> None:
+        """Put back everything about one partition as it was in `before`: its
+        decision did not reach ZooKeeper and will be redone from a fresh read.
+        A partition the decision itself added goes back to New."""
+        if tp not in before.assignments and tp in self.assignments:
+            self.leadership.pop(tp, None)
+            self.reassignments.pop(tp, None)
+            self.partition_states[tp] = PartitionStateName.NEW
+            for replica in self.partition_replicas(tp):
+                self.replica_states[replica] = ReplicaStateName.NEW
+            return
+        _restore(self.leadership, before.leadership, tp)
+        _restore(self.assignments, before.assignments, tp)
+        _restore(self.partition_states, before.partition_states, tp)
+        _restore(self.reassignments, before.reassignments, tp)
+        replicas = set(self._replicas_of(tp)) | set(before._replicas_of(tp))
+        for broker_id in replicas:
+            _restore(self.replica_states, before.replica_states, PartitionReplica(tp, broker_id))
+
+    def _replicas_of(self, tp: TopicPartition) -> tuple[int, ...]:
+        assignment = self.assignments.get(tp)
+        return assignment.replicas if assignment else ()
+
+    # --- brokers
+
+    def is_broker_live(self, broker_id: int) -> bool:
+        """Registered, shutting down or not: it still receives requests."""
+        return broker_id in self.live_brokers
+
+    def is_replica_online(self, broker_id: int) -> bool:
+        """Registered and not shutting down: may become leader or join an ISR."""
+        return broker_id in self.live_brokers and broker_id not in self.shutting_down
+
+    def online_brokers(self) -> frozenset[int]:
+        return frozenset(b for b in self.live_brokers if b not in self.shutting_down)
+
+    def broker_epoch(self, broker_id: int) -> int:
+        registration = self.live_brokers.get(broker_id)
+        return registration.broker_epoch if registration else -1
+
+    # --- topics and partitions
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return sorted(self.assignments)
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self.assignments if tp.topic == topic)
+
+    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        return self._replicas_of(tp)
+
+    def partition_replicas(self, tp: TopicPartition) -> list[PartitionReplica]:
+        return [PartitionReplica(tp, b) for b in self._replicas_of(tp)]
+
+    def partitions_on_brokers(self, broker_ids: Iterable[int]) -> list[TopicPartition]:
+        wanted = set(broker_ids)
+        return sorted(tp for tp, a in self.assignments.items() if wanted.intersection(a.replicas))
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
+        return sorted(tp for tp, s in self.leadership.items() if s.leader == broker_id)
+
+    def leader(self, tp: TopicPartition) -> int:
+        state = self.leadership.get(tp)
+        return state.leader if state else NO_LEADER
+
+    def has_live_leader(self, tp: TopicPartition) -> bool:
+        state = self.leadership.get(tp)
+        return state is not None and state.leader != NO_LEADER and self.is_broker_live(state.leader)
+
+    def partitions_without_leader(self) -> list[TopicPartition]:
+        """New partitions and those whose leader is gone, except topics being
+        deleted: what `triggerOnlinePartitionStateChange` elects."""
+        return [tp for tp in self.all_partitions()
+                if not self.is_queued_for_deletion(tp.topic) and not self.has_live_leader(tp)]
+
+    def online_partitions(self) -> list[TopicPartition]:
+        return sorted(tp for tp, s in self.partition_states.items() if s is PartitionStateName.ONLINE)
+
+    def offline_partitions(self) -> list[TopicPartition]:
+        return sorted(tp for tp, s in self.partition_states.items() if s is PartitionStateName.OFFLINE)
+
+    def is_queued_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_delete
+
+    def is_being_reassigned(self, tp: TopicPartition) -> bool:
+        return tp in self.reassignments
+
+    def unclean_enabled(self, topic: str) -> bool:
+        return self.unclean_overrides.get(topic, self.config.unclean_leader_election_enable)
+
+    def topic_assignment(self, topic: str) -> TopicAssignment:
+        """The /brokers/topics/<t> value for what the context holds now."""
+        partitions = {tp.partition: self.assignments[tp] for tp in self.partitions_of(topic)}
+        return TopicAssignment(
+            partitions={p: list(a.replicas) for p, a in partitions.items()},
+            topic_id=self.topic_ids.get(topic),
+            adding_replicas={p: list(a.adding) for p, a in partitions.items() if a.adding},
+            removing_replicas={p: list(a.removing) for p, a in partitions.items() if a.removing},
+        )
+
+
+def _restore(current: dict, before: dict, key) -> None:
+    if key in before:
+        current[key] = before[key]
+    else:
+        current.pop(key, None)
+
+
+def parse_unclean_override(config: dict[str, str]) -> bool | None:
+    value = config.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+    if value is None:
+        return None
+    return value.strip().lower() == "true"

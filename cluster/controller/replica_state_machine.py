@@ -1,0 +1,93 @@
+"""Kafka's replica state machine: the states of one partition's replica on
+one broker, and the transitions it allows.
+
+NewReplica when assigned (new partition, or added by a reassignment);
+OnlineReplica once it is part of a partition with a leader; OfflineReplica
+when its broker dies or shuts down. Deletion (of a topic, or of a replica a
+reassignment removed) goes Offline -> ReplicaDeletionStarted (StopReplica
+with delete sent) -> ReplicaDeletionSuccessful (the broker said so) ->
+NonExistentReplica; a replica that cannot be deleted now (its broker is down,
+or it answered with an error) is ReplicaDeletionIneligible until retried.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from kafkactl.cluster.controller.model import PartitionReplica
+from kafkactl.cluster.invariant import invariant
+
+
+class ReplicaStateName(Enum):
+    NON_EXISTENT = "NonExistentReplica"
+    NEW = "NewReplica"
+    ONLINE = "OnlineReplica"
+    OFFLINE = "OfflineReplica"
+    DELETION_STARTED = "ReplicaDeletionStarted"
+    DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
+    DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
+
+
+_S = ReplicaStateName
+_VALID_PREVIOUS: dict[ReplicaStateName, frozenset[ReplicaStateName]] = {
+    _S.NEW: frozenset({_S.NON_EXISTENT}),
+    _S.ONLINE: frozenset({_S.NEW, _S.ONLINE, _S.OFFLINE, _S.DELETION_INELIGIBLE}),
+    _S.OFFLINE: frozenset({_S.NEW, _S.ONLINE, _S.OFFLINE, _S.DELETION_INELIGIBLE}),
+    _S.DELETION_STARTED: frozenset({_S.OFFLINE}),
+    _S.DELETION_SUCCESSFUL: frozenset({_S.DELETION_STARTED}),
+    _S.DELETION_INELIGIBLE: frozenset({_S.OFFLINE, _S.DELETION_STARTED}),
+    _S.NON_EXISTENT: frozenset({_S.DELETION_SUCCESSFUL}),
+}
+
+DELETION_STATES = frozenset({_S.DELETION_STARTED, _S.DELETION_SUCCESSFUL, _S.DELETION_INELIGIBLE})
+
+
+def is_valid_transition(current: ReplicaStateName, target: ReplicaStateName) -> bool:
+    return current in _VALID_PREVIOUS[target]
+
+
+def current_state(states: dict[PartitionReplica, ReplicaStateName],
+                  replica: PartitionReplica) -> ReplicaStateName:
+    return states.get(replica, _S.NON_EXISTENT)
+
+
+def transition(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica,
+               target: ReplicaStateName) -> None:
+    current = current_state(states, replica)
+    if not is_valid_transition(current, target):
+        invariant(False, f"replica {replica}: {current.value} -> {target.value} is not a valid transition")
+    if target is _S.NON_EXISTENT:
+        states.pop(replica, None)
+    else:
+        states[replica] = target
+
+
+def take_offline(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica) -> None:
+    """Online/New/Offline/Ineligible -> Offline; a replica already being deleted
+    keeps its deletion state (the deletion decides what happens to it)."""
+    if current_state(states, replica) not in DELETION_STATES:
+        transition(states, replica, _S.OFFLINE)
+
+
+def start_deletion(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica) -> None:
+    """Any state short of Started/Successful -> (Offline ->) ReplicaDeletionStarted."""
+    if current_state(states, replica) is not _S.OFFLINE:
+        transition(states, replica, _S.OFFLINE)
+    transition(states, replica, _S.DELETION_STARTED)
+
+
+def mark_ineligible(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica) -> None:
+    current = current_state(states, replica)
+    if current is _S.DELETION_INELIGIBLE or current is _S.DELETION_SUCCESSFUL:
+        return
+    if current is not _S.DELETION_STARTED and current is not _S.OFFLINE:
+        transition(states, replica, _S.OFFLINE)
+    transition(states, replica, _S.DELETION_INELIGIBLE)
+
+
+def delete_now(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica) -> None:
+    """A replica a reassignment removed: Kafka walks it through every deletion
+    state at once, without waiting for the StopReplica response."""
+    start_deletion(states, replica)
+    transition(states, replica, _S.DELETION_SUCCESSFUL)
+    transition(states, replica, _S.NON_EXISTENT)
