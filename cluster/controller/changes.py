@@ -1,0 +1,161 @@
+"""Per-partition leadership changes shared by the operations.
+
+Each function works on one DecisionBuilder and a set of partitions, and is
+safe to run again on the same partitions after their states were read anew:
+that is how a failed conditional write is retried (the `redo_*` functions).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from kafkactl.cluster.controller import partition_state_machine as psm
+from kafkactl.cluster.controller import replica_state_machine as rsm
+from kafkactl.cluster.controller.builder import DecisionBuilder
+from kafkactl.cluster.controller.context import ControllerContext
+from kafkactl.cluster.controller.election import Elected, offline_election
+from kafkactl.cluster.controller.model import NO_LEADER, Decision, PartitionReplica, TopicPartition
+from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
+from kafkactl.cluster.controller.replica_state_machine import ReplicaStateName
+from kafkactl.cluster.zk.codecs import PartitionState
+
+ONLINE = PartitionStateName.ONLINE
+OFFLINE = PartitionStateName.OFFLINE
+
+
+def announce(b: DecisionBuilder, tp: TopicPartition, new_replicas: Iterable[int] = (),
+             exclude: Iterable[int] = ()) -> None:
+    """LeaderAndIsr to the partition's live replicas, UpdateMetadata to every live broker."""
+    ctx = b.ctx
+    excluded = set(exclude)
+    recipients = [r for r in ctx.replicas(tp) if ctx.is_broker_live(r) and r not in excluded]
+    b.batch.leader_and_isr(recipients, tp, new_replicas)
+    b.batch.update_metadata(ctx.live_brokers, [tp])
+
+
+# --- triggerOnlinePartitionStateChange: New and Offline partitions get a leader
+
+def online_or_elect(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
+    for tp in sorted(set(tps)):
+        _online_or_elect_one(b, tp)
+
+
+def _online_or_elect_one(b: DecisionBuilder, tp: TopicPartition) -> None:
+    ctx = b.ctx
+    if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
+        return
+    current = psm.current_state(ctx.partition_states, tp)
+    if tp not in ctx.leadership:
+        initialize_leader(b, tp)
+    elif not ctx.has_live_leader(tp) or current is OFFLINE:
+        elect_offline(b, tp)
+    elif current is not ONLINE:
+        # A new partition whose state exists already (a previous controller
+        # created it and died): adopt it and tell the replicas.
+        psm.transition(ctx.partition_states, tp, ONLINE)
+        _replicas_online(ctx, tp)
+        announce(b, tp)
+
+
+def redo_online_or_elect(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
+    b = DecisionBuilder(ctx)
+    online_or_elect(b, tps)
+    return b.decision(retry=redo_online_or_elect)
+
+
+def initialize_leader(b: DecisionBuilder, tp: TopicPartition) -> bool:
+    """New partition: the first live replica leads, the live replicas are the
+    ISR, leader epoch 0. With no live replica it stays New until one registers."""
+    ctx = b.ctx
+    live = [r for r in ctx.replicas(tp) if ctx.is_replica_online(r)]
+    if not live:
+        return False
+    state = PartitionState(leader=live[0], leader_epoch=0, isr=live, controller_epoch=ctx.controller_epoch)
+    b.write_partition_state(tp, state)
+    psm.transition(ctx.partition_states, tp, ONLINE)
+    _replicas_online(ctx, tp)
+    announce(b, tp, new_replicas=live)
+    return True
+
+
+def _replicas_online(ctx: ControllerContext, tp: TopicPartition) -> None:
+    for replica in ctx.partition_replicas(tp):
+        if ctx.is_broker_live(replica.broker_id):
+            rsm.transition(ctx.replica_states, replica, ReplicaStateName.ONLINE)
+
+
+def elect_offline(b: DecisionBuilder, tp: TopicPartition) -> None:
+    ctx = b.ctx
+    state = ctx.leadership[tp]
+    result = offline_election(ctx.replicas(tp), state.isr, ctx.online_brokers(), ctx.unclean_enabled(tp.topic))
+    if isinstance(result, Elected):
+        b.write_partition_state(tp, b.next_state(tp, result.leader, result.isr, result.leader_recovery_state))
+        psm.transition(ctx.partition_states, tp, ONLINE)
+        announce(b, tp)
+    else:
+        make_leaderless(b, tp)
+
+
+def make_leaderless(b: DecisionBuilder, tp: TopicPartition) -> None:
+    """No replica can lead: record leader -1 so nobody follows a dead leader.
+    The ISR keeps its live members; if none is live it keeps the last ones,
+    who are exactly the replicas a clean election may pick when they return."""
+    ctx = b.ctx
+    state = ctx.leadership[tp]
+    live_isr = [r for r in state.isr if ctx.is_broker_live(r)]
+    new_isr = live_isr or list(state.isr)
+    if state.leader != NO_LEADER or new_isr != list(state.isr):
+        b.write_partition_state(tp, b.next_state(tp, NO_LEADER, new_isr, state.leader_recovery_state))
+        announce(b, tp)
+    psm.transition(ctx.partition_states, tp, OFFLINE)
+
+
+def remove_from_isr(b: DecisionBuilder, tp: TopicPartition, broker_ids: Iterable[int],
+                    announce_exclude: Iterable[int] = ()) -> bool:
+    """Kafka's removeReplicasFromIsr: the brokers leave the ISR (never emptying
+    it); if one of them led, the partition is left without a leader."""
+    ctx = b.ctx
+    state = ctx.leadership[tp]
+    removed = set(broker_ids)
+    if not removed.intersection(state.isr) and state.leader not in removed:
+        return False
+    new_isr = [r for r in state.isr if r not in removed] or list(state.isr)
+    leader = NO_LEADER if state.leader in removed else state.leader
+    if leader == state.leader and new_isr == list(state.isr):
+        return False
+    b.write_partition_state(tp, b.next_state(tp, leader, new_isr, state.leader_recovery_state))
+    if leader == NO_LEADER:
+        psm.transition(ctx.partition_states, tp, OFFLINE)
+    announce(b, tp, exclude=announce_exclude)
+    return True
+
+
+# --- onReplicasBecomeOffline: after brokers died
+
+def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
+    """Partitions whose leader is gone get a new one from the live ISR; the
+    others lose their dead followers from the ISR. One write per partition."""
+    ctx = b.ctx
+    for tp in sorted(set(tps)):
+        if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
+            continue
+        state = ctx.leadership.get(tp)
+        if state is None:
+            continue
+        if not ctx.has_live_leader(tp):
+            elect_offline(b, tp)
+            continue
+        dead = [r for r in state.isr if not ctx.is_broker_live(r)]
+        if dead:
+            remove_from_isr(b, tp, dead)
+
+
+def redo_offline_replicas(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
+    b = DecisionBuilder(ctx)
+    handle_offline_replicas(b, tps)
+    return b.decision(retry=redo_offline_replicas)
+
+
+def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int]) -> list[PartitionReplica]:
+    wanted = set(broker_ids)
+    return [PartitionReplica(tp, r) for tp in ctx.all_partitions() for r in ctx.replicas(tp) if r in wanted]

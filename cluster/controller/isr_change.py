@@ -1,0 +1,44 @@
+"""ISR change notifications: a leader changed its ISR in ZooKeeper itself
+and announced it under /isr_change_notification. The I/O layer reads the
+listed partitions' states again; the controller takes every state newer than
+its own, tells all brokers (UpdateMetadata), deletes the notifications and
+checks whether a reassignment waiting for that ISR can complete."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Iterable, Mapping
+
+from kafkactl.cluster.controller.builder import DecisionBuilder
+from kafkactl.cluster.controller.context import ControllerContext
+from kafkactl.cluster.controller.model import Decision, DeleteNotification, TopicPartition
+from kafkactl.cluster.controller.reassignment import reassignment_progress
+from kafkactl.cluster.zk.codecs import PartitionState
+
+
+def on_isr_change(ctx: ControllerContext, states: Mapping[TopicPartition, PartitionState | None],
+                  notification_paths: Iterable[str] = ()) -> Decision:
+    b = DecisionBuilder(ctx)
+    changed = refresh_partition_states(b.ctx, states)
+    b.batch.update_metadata(b.ctx.live_brokers, changed)
+    for path in sorted(notification_paths):
+        b.write(DeleteNotification(path))
+    waiting = [tp for tp in changed if b.ctx.is_being_reassigned(tp)]
+    return b.decision(then=partial(reassignment_progress, tps=waiting) if waiting else None)
+
+
+def refresh_partition_states(ctx: ControllerContext,
+                             states: Mapping[TopicPartition, PartitionState | None]) -> list[TopicPartition]:
+    """Take the states read from ZooKeeper that are newer than ours (a higher
+    zk version); return the partitions that changed. Only partitions with a
+    state already change: the controller creates and deletes state znodes,
+    leaders only update them."""
+    changed = []
+    for tp, state in sorted(states.items()):
+        current = ctx.leadership.get(tp)
+        if state is None or current is None:
+            continue
+        if state.zk_version > current.zk_version:
+            ctx.leadership[tp] = state
+            changed.append(tp)
+    return changed
