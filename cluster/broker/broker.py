@@ -16,10 +16,12 @@ from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
 from kafkactl.cluster.broker.handlers.services import BrokerServices
-from kafkactl.cluster.broker.metadata import MetadataCache
+from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot
 from kafkactl.cluster.broker.network import SocketServer
 from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.zk_agent import ZkAgent
+from kafkactl.cluster.controller.context import ControllerConfig
+from kafkactl.cluster.controller.controller import Controller
 from kafkactl.cluster.log.manager import LogDir, LogManager
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,7 @@ class Broker:
             log.info("log dir %s: %s", log_dir.path, log_dir.media)
         self.metadata = MetadataCache()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
-        self.zk_agent = ZkAgent(config, self._on_metadata, clock_ms)
+        self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms)
         self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
         self.services = BrokerServices(
             config=config,
@@ -56,6 +58,7 @@ class Broker:
             listener.host, listener.port, Dispatcher(self.services),
             config.max_connections, config.socket_request_max_bytes,
         )
+        self.controller: Controller | None = None
         self._stopping = threading.Event()
         self._housekeeping = threading.Thread(target=self._housekeeping_loop, name="housekeeping", daemon=True)
 
@@ -65,14 +68,14 @@ class Broker:
             dirs.append(LogDir(path, self.config.media_of(path)))  # None: detected
         return dirs
 
-    def _on_metadata(self, snapshot, granted: set[tuple[str, int]]) -> None:
-        self.metadata.replace(snapshot)
-        self.replica_manager.apply_metadata(snapshot, granted)
-
     def start(self) -> None:
         self.log_manager.startup()
         self.server.start()
         self.zk_agent.start()
+        self.metadata.replace(MetadataSnapshot(cluster_id=self.zk_agent.cluster_id))
+        self.controller = Controller(self.config.broker_id, self.zk_agent.client, controller_config(self.config))
+        self.services.controller = self.controller
+        self.controller.start()
         self._housekeeping.start()
         log.info("broker %s serving on port %s", self.config.broker_id, self.server.port)
 
@@ -80,6 +83,8 @@ class Broker:
         log.info("broker %s shutting down", self.config.broker_id)
         self._stopping.set()
         self.server.stop()
+        if self.controller is not None:
+            self.controller.stop()
         self.zk_agent.stop()
         self._housekeeping.join(timeout=5)
         self.replica_manager.shutdown()  # fetchers stop before their logs close
@@ -107,3 +112,7 @@ class Broker:
                     last_retention_ms = now_ms
             except Exception:
                 log.exception("housekeeping failed; will retry")
+
+
+def controller_config(config: BrokerConfig) -> ControllerConfig:
+    return ControllerConfig(unclean_leader_election_enable=config.unclean_leader_election_enable)

@@ -4,8 +4,7 @@ Who calls what:
 - the controller's commands (through the LeaderAndIsr / StopReplica
   handlers): `apply_leader_and_isr`, `stop_replicas`; UpdateMetadata may feed
   `update_broker_endpoints`. Control requests are applied one at a time.
-- until the controller replaces it, the zk-agent's interim rule:
-  `apply_metadata` (it never touches a partition a LeaderAndIsr has set).
+- the zk-agent: `update_topic_configs` (from /config/topics).
 - request handler threads: `append`/`await_commit` (Produce), `read`
   (consumer Fetch), `begin_follower_fetch`/`read_for_follower`/
   `end_follower_fetch` (follower Fetch), `end_offset_for_epoch`
@@ -42,7 +41,6 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.config import BrokerConfig
-from kafkactl.cluster.broker.metadata import MetadataSnapshot
 from kafkactl.cluster.broker.replica_fetcher import (
     FetcherConfig,
     PartitionFetchState,
@@ -205,7 +203,6 @@ class Partition:
         self.leader_epoch_start_offset = isr_rules.UNKNOWN_OFFSET
         self.followers: dict[int, isr_rules.FollowerState] = {}   # leader only
         self.isr_write: _IsrWrite | None = None
-        self.controller_managed = False       # set by LeaderAndIsr: the interim rule keeps off
 
     @property
     def is_leader(self) -> bool:
@@ -217,12 +214,9 @@ class Partition:
     # --- roles from the controller
 
     def claim_for_controller(self, leader_epoch: int) -> bool:
-        """Accept a LeaderAndIsr at `leader_epoch` if newer; from then on the interim rule keeps off."""
+        """Accept a LeaderAndIsr at `leader_epoch` only if it is newer: epochs never go back."""
         with self.lock:
-            if leader_epoch <= self.leader_epoch:
-                return False
-            self.controller_managed = True
-            return True
+            return leader_epoch > self.leader_epoch
 
     def make_leader(self, state: LeaderAndIsrPartition, now_ms: int) -> None:
         with self.lock:
@@ -246,7 +240,6 @@ class Partition:
     def _take_state(self, state: LeaderAndIsrPartition) -> None:
         invariant(state.leader_epoch > self.leader_epoch,
                   f"{self.topic}-{self.index}: leader epoch {state.leader_epoch} after {self.leader_epoch}")
-        self.controller_managed = True
         self.controller_epoch = state.controller_epoch
         self.leader_epoch = state.leader_epoch
         self.zk_version = state.partition_epoch
@@ -290,25 +283,6 @@ class Partition:
         self.followers = {}
         self.isr_write = None
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
-
-    # --- roles from the interim zk-agent rule
-
-    def update_role(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int],
-                    now_ms: int = 0) -> None:
-        with self.lock:
-            if self.controller_managed or leader_epoch < self.leader_epoch:
-                return  # the controller decides, or a stale view: epochs never go back
-            was_leader = self.is_leader
-            became_leader = leader_id == self.broker_id and not (
-                was_leader and self.leader_epoch == leader_epoch)
-            self.leader_id, self.leader_epoch = leader_id, leader_epoch
-            self.isr, self.replicas = tuple(isr), tuple(replicas)
-            if became_leader:
-                self._become_leader(now_ms, not was_leader)
-            elif not self.is_leader:
-                self._become_follower()
-            else:
-                self._maybe_advance_high_watermark()
 
     # --- the high watermark (leader)
 
@@ -629,34 +603,13 @@ class ReplicaManager:
             return ErrorCode.kafka_storage_error
         return ErrorCode.none
 
-    # --- metadata (zk-agent thread; the interim leadership rule)
+    # --- topic configs (zk-agent thread)
 
-    def apply_metadata(self, snapshot: MetadataSnapshot, granted: set[tuple[str, int]]) -> None:
-        """Host the partitions assigned here; lead those whose leadership was granted.
-
-        A state znode naming this broker as leader may be left from an earlier
-        incarnation: only leadership granted to this incarnation (`granted`)
-        makes it act as leader, so it never appends under a stale epoch.
-        Partitions a LeaderAndIsr has set are the controller's: only their
-        topic configs are taken from here.
-        """
-        self.update_broker_endpoints({b: (r.host, r.port) for b, r in snapshot.brokers.items()})
-        for name, topic in snapshot.topics.items():
-            if name in snapshot.deleting_topics:
-                continue
-            if topic.config != self.topic_configs.get(name):
-                self._update_topic_config(name, topic.config)
-            for index, replicas in topic.assignment.partitions.items():
-                if self.broker_id not in replicas:
-                    continue
-                partition = self._get_or_create(name, index)
-                state = topic.states.get(index)
-                if state is not None:
-                    leader = state.leader
-                    if leader == self.broker_id and (name, index) not in granted:
-                        leader = -1
-                    partition.update_role(leader, state.leader_epoch, state.isr, replicas, self.clock_ms())
-        self._notify_data()
+    def update_topic_configs(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """Topic config overrides from /config/topics (the controller does not send them)."""
+        for topic, overrides in configs.items():
+            if dict(overrides) != self.topic_configs.get(topic):
+                self._update_topic_config(topic, dict(overrides))
 
     def _update_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
         self.topic_configs[topic] = dict(overrides)

@@ -1,12 +1,10 @@
-"""The broker's ZooKeeper side: registration and the metadata it reads.
+"""The broker's own ZooKeeper side: registration, topic configs, ISR writes.
 
-One thread (`zk-agent`) owns all of it. ZooKeeper watches and connection
-state changes never do work themselves: they set a flag (a bounded queue of
-one, which also debounces bursts) and the agent thread re-reads what changed.
-
-Until the controller exists (issue 3), the agent also carries out the
-interim leadership rule: the first replica of a partition leads it when the
-state znode is absent or names a broker that is not alive.
+One thread (`zk-agent`) owns registration and config reads. ZooKeeper
+watches and connection state changes never do work themselves: they set a
+flag (a bounded queue of one, which also debounces bursts) and the agent
+thread re-reads what changed. Leadership and metadata are not read here:
+the controller sends them (LeaderAndIsr, UpdateMetadata).
 """
 
 from __future__ import annotations
@@ -22,8 +20,6 @@ from kazoo.protocol.states import KazooState
 
 from kafkactl.cluster.admin import topics as admin_topics
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
-from kafkactl.cluster.broker.leadership import LeadershipClaim, interim_leadership_claims
-from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
 from kafkactl.cluster.broker.replica_manager import PartitionStateConflict, PartitionStateStore
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk import client as zk_client
@@ -42,11 +38,11 @@ class ZkAgent:
     def __init__(
         self,
         config: BrokerConfig,
-        on_metadata: Callable[[MetadataSnapshot, set[tuple[str, int]]], None],
+        on_topic_configs: Callable[[dict[str, dict[str, str]]], None],
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config
-        self.on_metadata = on_metadata
+        self.on_topic_configs = on_topic_configs
         self.clock_ms = clock_ms
         self.client = None
         self.zk: zk_client.BoundedZk | None = None
@@ -56,7 +52,6 @@ class ZkAgent:
         self._session_lost = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._led_this_incarnation: set[tuple[str, int]] = set()
 
     # --- lifecycle
 
@@ -69,12 +64,8 @@ class ZkAgent:
         self.client.add_listener(self._on_connection_state)
         self._ensure_persistent_paths()
         self.cluster_id = self._ensure_cluster_id()
-        # Host our partitions' logs before announcing ourselves; claim
-        # leadership only once registered (a leftover registration of our
-        # previous process must not count as being alive).
-        self.refresh(claim_leadership=False)
+        self.refresh()  # topic configs known before any partition is created
         self._register()
-        self.refresh()
         self._thread = threading.Thread(target=self._run, name="zk-agent", daemon=True)
         self._thread.start()
 
@@ -178,7 +169,6 @@ class ZkAgent:
                 log.info("waiting for the previous registration of broker %s to expire", cfg.broker_id)
                 time.sleep(0.5)
         self.broker_epoch = self.zk.exists(path).czxid
-        self._led_this_incarnation.clear()
         log.info("registered broker %s (broker epoch %s)", cfg.broker_id, self.broker_epoch)
 
     def _remove_own_stale_registration(self, path: str, registration) -> bool:
@@ -206,17 +196,10 @@ class ZkAgent:
 
     # --- reading the cluster
 
-    def refresh(self, claim_leadership: bool = True) -> None:
-        snapshot = self._read_snapshot()
-        self.on_metadata(snapshot, set(self._led_this_incarnation))
-        if not claim_leadership:
-            return
-        claims = interim_leadership_claims(
-            snapshot, self.config.broker_id, self._led_this_incarnation
-        )
-        if claims:
-            self._write_claims(claims, snapshot.controller_epoch)
-            self.on_metadata(self._read_snapshot(), set(self._led_this_incarnation))
+    def refresh(self) -> None:
+        """Topic configs: the controller decides leadership and sends metadata,
+        so configs are all a broker reads from ZooKeeper itself."""
+        self.on_topic_configs(self._read_topic_configs())
 
     def _get_all(self, paths: list[str], watch: bool) -> dict[str, tuple[bytes, object] | None]:
         callback = self._on_watch if watch else None
@@ -235,102 +218,18 @@ class ZkAgent:
         except NoNodeError:
             return []
 
-    def _read_snapshot(self) -> MetadataSnapshot:
-        broker_ids = [int(b) for b in self._children(layout.BROKER_IDS) if b.isdigit()]
-        topic_names = self._children(layout.BROKER_TOPICS)
-        deleting = frozenset(self._children(layout.DELETE_TOPICS))
-        self._children(layout.CONFIG_CHANGES)  # a config change re-reads topic configs
-        brokers = self._read_brokers(broker_ids)
-        assignments = self._read_assignments(topic_names)
-        topics = self._read_partition_states(assignments)
-        controller = self._get_all([layout.CONTROLLER, layout.CONTROLLER_EPOCH], watch=True)
-        controller_id = codecs.decode_controller(controller[layout.CONTROLLER][0]) if controller[layout.CONTROLLER] else -1
-        epoch_node = controller[layout.CONTROLLER_EPOCH]
-        controller_epoch = codecs.decode_controller_epoch(epoch_node[0]) if epoch_node else 0
-        return MetadataSnapshot(
-            cluster_id=self.cluster_id,
-            controller_id=controller_id,
-            controller_epoch=controller_epoch,
-            brokers=brokers,
-            topics=topics,
-            deleting_topics=deleting,
-        )
-
-    def _read_brokers(self, broker_ids: list[int]) -> dict[int, codecs.BrokerRegistration]:
-        nodes = self._get_all([layout.broker(b) for b in broker_ids], watch=False)
-        brokers = {}
-        for broker_id in broker_ids:
-            node = nodes[layout.broker(broker_id)]
-            if node is None:
-                continue
+    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        topics = self._children(layout.BROKER_TOPICS)
+        self._children(layout.CONFIG_CHANGES)  # re-arms the watch: a change re-reads the configs
+        nodes = self._get_all([layout.topic_config(t) for t in topics], watch=False)
+        configs = {}
+        for topic in topics:
+            node = nodes[layout.topic_config(topic)]
             try:
-                brokers[broker_id] = codecs.decode_broker(broker_id, node[0], node[1].czxid)
+                configs[topic] = codecs.decode_entity_config(layout.topic_config(topic), node[0]) if node else {}
             except codecs.ZnodeFormatError as error:
-                log.warning("ignoring broker registration: %s", error)
-        return brokers
-
-    def _read_assignments(self, topic_names: list[str]) -> dict[str, tuple[codecs.TopicAssignment, dict]]:
-        topic_nodes = self._get_all([layout.topic(t) for t in topic_names], watch=True)
-        config_nodes = self._get_all([layout.topic_config(t) for t in topic_names], watch=False)
-        assignments = {}
-        for topic in topic_names:
-            node = topic_nodes[layout.topic(topic)]
-            if node is None:
-                continue
-            try:
-                assignment = codecs.decode_topic(topic, node[0])
-            except codecs.ZnodeFormatError as error:
-                log.warning("ignoring topic: %s", error)
-                continue
-            config_node = config_nodes[layout.topic_config(topic)]
-            config = {}
-            if config_node is not None:
-                try:
-                    config = codecs.decode_entity_config(layout.topic_config(topic), config_node[0])
-                except codecs.ZnodeFormatError as error:
-                    log.warning("ignoring topic config: %s", error)
-            assignments[topic] = (assignment, config)
-        return assignments
-
-    def _read_partition_states(self, assignments) -> dict[str, TopicMetadata]:
-        paths = [
-            layout.partition_state(topic, p)
-            for topic, (assignment, _) in assignments.items()
-            for p in assignment.partitions
-        ]
-        nodes = self._get_all(paths, watch=True)
-        topics = {}
-        for topic, (assignment, config) in assignments.items():
-            states = {}
-            for p in assignment.partitions:
-                path = layout.partition_state(topic, p)
-                node = nodes[path]
-                if node is None:
-                    continue
-                try:
-                    states[p] = codecs.decode_partition_state(path, node[0], node[1].version)
-                except codecs.ZnodeFormatError as error:
-                    log.warning("ignoring partition state: %s", error)
-            topics[topic] = TopicMetadata(topic, assignment, states, config)
-        return topics
-
-    # --- interim leadership writes
-
-    def _write_claims(self, claims: list[LeadershipClaim], controller_epoch: int) -> None:
-        for claim in claims:
-            path = layout.partition_state(claim.topic, claim.partition)
-            data = codecs.encode_partition_state(claim.state)
-            try:
-                if claim.expected_zk_version is None:
-                    self.zk.ensure_path(layout.partition(claim.topic, claim.partition))
-                    self.zk.create(path, data)
-                else:
-                    self.zk.set(path, data, version=claim.expected_zk_version)
-                self._led_this_incarnation.add((claim.topic, claim.partition))
-                log.info("leading %s-%s at leader epoch %s", claim.topic, claim.partition, claim.state.leader_epoch)
-            except (NodeExistsError, BadVersionError):
-                log.info("lost the race to lead %s-%s; re-reading", claim.topic, claim.partition)
-                self._dirty.set()
+                log.warning("ignoring topic config: %s", error)
+        return configs
 
     # --- topic creation (auto-create)
 

@@ -168,26 +168,30 @@ def test_invalid_required_acks(broker):
 
 
 def test_fetch_with_stale_leader_epoch_is_fenced(start_cluster):
-    cluster, status = start_cluster(brokers=1)
+    cluster, status = start_cluster(brokers=2, overrides={"zookeeper.session.timeout.ms": "4000",
+                                                         "default.replication.factor": "2"})
     c = client(status.broker(1))
     create_topic(c, "fenced")
-    produce(c, "fenced", 0, batch())
-    # A restart makes the broker lead again with the next leader epoch, so
-    # that an older epoch than the current one exists (epoch -1 means "no check").
-    c.close()
-    cluster.stop_broker(1)
-    c = client(cluster.up().broker(1))
-    create_topic(c, "fenced")
-    def leader_epoch():
-        metadata = c.request(metadata12.MetadataRequest(
+    # A leader change makes an epoch older than the current one exist
+    # (epoch -1 means "no check"): stop whichever broker leads.
+    def leader_and_epoch(conn):
+        metadata = conn.request(metadata12.MetadataRequest(
             topics=(metadata12.MetadataRequestTopic(topic_id=None, name="fenced"),),
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-        return metadata.topics[0].partitions[0].leader_epoch
+        partition = metadata.topics[0].partitions[0]
+        return partition.leader_id, partition.leader_epoch
 
-    deadline = time.monotonic() + 20
-    while (epoch := leader_epoch()) < 1 and time.monotonic() < deadline:
+    first_leader, _ = leader_and_epoch(c)
+    survivor = 2 if first_leader == 1 else 1
+    c.close()
+    cluster.stop_broker(first_leader)
+    c = client(status.broker(survivor))
+    deadline = time.monotonic() + 30
+    while leader_and_epoch(c) != (survivor, 1) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert epoch == 1
+    leader, epoch = leader_and_epoch(c)
+    assert (leader, epoch) == (survivor, 1)
+    produce(c, "fenced", 0, batch())
 
     def fetch(current_leader_epoch):
         request = fetch12.FetchRequest(

@@ -6,11 +6,11 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.config import from_properties
-from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
-from kafkactl.cluster.broker.replica_manager import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaManager
+from kafkactl.cluster.broker.replica_manager import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LeaderAndIsrPartition, ReplicaManager,
+)
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.record_batch import build_batch
-from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
 
 NOW_MS = 1_700_000_000_000
 
@@ -27,19 +27,23 @@ def manager(tmp_path):
     })
     logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
     logs.startup()
-    yield ReplicaManager(config, logs, lambda: NOW_MS)
+    manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    yield manager
+    manager.shutdown()
     logs.shutdown()
 
 
-def snapshot(leader=1, epoch=0, isr=(1,), config=None):
-    assignment = TopicAssignment({0: [1, 2]})
-    state = PartitionState(leader=leader, leader_epoch=epoch, isr=list(isr), controller_epoch=1)
-    brokers = {b: BrokerRegistration(b, "h", 9000 + b, ()) for b in (1, 2)}
-    return MetadataSnapshot(brokers=brokers, topics={"t": TopicMetadata("t", assignment, {0: state}, config or {})})
+def lead(manager, leader=1, epoch=0, isr=(1,), config=None):
+    """What the controller would send: a LeaderAndIsr for t-0 with replicas [1, 2]."""
+    if config is not None:
+        manager.update_topic_configs({"t": config})
+    state = LeaderAndIsrPartition(topic="t", partition=0, controller_epoch=1, leader=leader,
+                                  leader_epoch=epoch, isr=tuple(isr), partition_epoch=epoch, replicas=(1, 2))
+    return manager.apply_leader_and_isr(1, 1, [state], {2: ("127.0.0.1", 1)})
 
 
 def test_leader_appends_and_commits_alone(manager):
-    manager.apply_metadata(snapshot(), granted={("t", 0)})
+    lead(manager)
     result = manager.append("t", 0, batch(3), required_acks=-1)
     assert result.error == ErrorCode.none and (result.base_offset, result.last_offset) == (0, 2)
     assert manager.wait_for_commit("t", 0, result.last_offset, time.monotonic() + 1)
@@ -50,36 +54,29 @@ def test_leader_appends_and_commits_alone(manager):
     assert manager.offset_for("t", 0, NOW_MS + 1, -1)[1] == 1
 
 
-def test_leadership_not_granted_to_this_incarnation_is_not_acted_on(manager):
-    manager.apply_metadata(snapshot(leader=1), granted=set())
-    assert manager.append("t", 0, batch(), 1).error == ErrorCode.not_leader_or_follower
-    read = manager.read("t", 0, 0, 1024, -1, True)
-    assert read.error == ErrorCode.not_leader_or_follower
-
-
 def test_follower_refuses_produce(manager):
-    manager.apply_metadata(snapshot(leader=2, isr=(2, 1)), granted=set())
+    lead(manager, leader=2, isr=(2, 1))
     assert manager.append("t", 0, batch(), 1).error == ErrorCode.not_leader_or_follower
 
 
 def test_acks_all_below_min_insync_replicas_appends_nothing(manager):
-    manager.apply_metadata(snapshot(config={"min.insync.replicas": "2"}), granted={("t", 0)})
+    lead(manager, config={"min.insync.replicas": "2"})
     assert manager.append("t", 0, batch(), -1).error == ErrorCode.not_enough_replicas
     assert manager.get("t", 0).log.log_end_offset == 0
     assert manager.append("t", 0, batch(), 1).error == ErrorCode.none  # acks=1 is not bound by it
 
 
 def test_epochs_fence_reads_and_never_go_back(manager):
-    manager.apply_metadata(snapshot(epoch=3), granted={("t", 0)})
+    lead(manager, epoch=3)
     manager.append("t", 0, batch(), 1)
     assert manager.read("t", 0, 0, 1024, 2, True).error == ErrorCode.fenced_leader_epoch
     assert manager.read("t", 0, 0, 1024, 4, True).error == ErrorCode.unknown_leader_epoch
-    manager.apply_metadata(snapshot(leader=2, epoch=2), granted=set())  # stale view
+    lead(manager, leader=2, epoch=2)  # stale: refused
     assert manager.get("t", 0).leader_epoch == 3 and manager.get("t", 0).is_leader
 
 
 def test_reads_between_high_watermark_and_end_are_empty_and_beyond_are_out_of_range(manager):
-    manager.apply_metadata(snapshot(), granted={("t", 0)})
+    lead(manager)
     manager.append("t", 0, batch(2), 1)
     at_end = manager.read("t", 0, 2, 1024, -1, True)
     assert at_end.error == ErrorCode.none and at_end.region is None
@@ -87,7 +84,7 @@ def test_reads_between_high_watermark_and_end_are_empty_and_beyond_are_out_of_ra
 
 
 def test_corrupt_batch_is_refused_and_nothing_written(manager):
-    manager.apply_metadata(snapshot(), granted={("t", 0)})
+    lead(manager)
     corrupt = bytearray(batch())
     corrupt[-1] ^= 1
     assert manager.append("t", 0, bytes(corrupt), 1).error == ErrorCode.corrupt_message

@@ -289,19 +289,6 @@ def test_becoming_leader_records_the_epoch_start_and_follower_refuses_clients(no
     assert node.partition().log.leader_epoch_cache.entries == [(1, 0), (2, 2)]
 
 
-def test_interim_metadata_never_overrides_the_controller(nodes):
-    from kafkactl.cluster.broker.metadata import MetadataSnapshot, TopicMetadata
-    from kafkactl.cluster.zk.codecs import TopicAssignment
-
-    node = nodes(1)
-    control(node, state(2, 5, (2, 1)))
-    snapshot = MetadataSnapshot(topics={TOPIC: TopicMetadata(
-        TOPIC, TopicAssignment({0: [1, 2]}),
-        {0: PartitionState(leader=1, leader_epoch=9, isr=[1], controller_epoch=1)})})
-    node.manager.apply_metadata(snapshot, granted={KEY})
-    assert not node.partition().is_leader and node.partition().leader_epoch == 5
-
-
 def test_stop_replica_fences_old_epochs_and_deletes(nodes, tmp_path):
     node = nodes(1)
     control(node, state(2, 3, (2, 1)))

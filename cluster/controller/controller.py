@@ -1,0 +1,343 @@
+"""The controller: the thin I/O layer around the pure decision core.
+
+Every broker runs one `Controller`; the one that wins the election through
+ZooKeeper is active. ZooKeeper watches, broker responses, timers and
+controlled-shutdown requests only enqueue events (`ControllerEventManager`);
+the single event thread reads what changed, asks the core for a `Decision`
+and carries it out with `execution.execute`: fenced ZooKeeper writes through
+`ZkPort`, requests to brokers through `ControllerChannel`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from kazoo.protocol.states import KazooState
+from kazoo.recipe.watchers import DataWatch
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.controller import (
+    broker_change, deletion, failover, isr_change, preferred, reassignment, shutdown, topic_change,
+)
+from kafkactl.cluster.controller.channel import BrokerEndpoint, ControllerChannel
+from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext
+from kafkactl.cluster.controller.event_manager import ControllerEventManager
+from kafkactl.cluster.controller.execution import execute
+from kafkactl.cluster.controller.invariants import check_invariants
+from kafkactl.cluster.controller.model import (
+    ControlledShutdownReply, ControllerFencedError, StopReplica, TopicPartition,
+)
+from kafkactl.cluster.controller.wire import to_wire
+from kafkactl.cluster.controller.zk_port import ZkPort
+from kafkactl.cluster.controller.zk_store import ZkControllerStore
+from kafkactl.cluster.zk import codecs, layout
+
+log = logging.getLogger(__name__)
+
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
+
+
+class Controller:
+    def __init__(self, broker_id: int, client, config: ControllerConfig,
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 leader_imbalance_check_interval_s: float = 300.0) -> None:
+        self.broker_id = broker_id
+        self.client = client
+        self.config = config
+        self.clock_ms = clock_ms
+        self.store = ZkControllerStore(client)
+        self.events = ControllerEventManager()
+        self.context: ControllerContext | None = None   # owned by the event thread
+        self.channel: ControllerChannel | None = None
+        self._port: ZkPort | None = None
+        self._rebalance_interval_s = leader_imbalance_check_interval_s
+        self._stopping = threading.Event()
+        self._active = False
+
+    # --- lifecycle (any thread)
+
+    def start(self) -> None:
+        self.events.start()
+        self.client.add_listener(self._on_session_state)
+        DataWatch(self.client, layout.CONTROLLER, self._on_controller_znode)
+        threading.Thread(target=self._rebalance_timer, name="controller-rebalance-timer", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.events.put("resign", self._resign)
+        self.events.stop()
+        if self.channel is not None:
+            self.channel.shutdown()
+
+    def is_active(self) -> bool:
+        return self._active
+
+    # --- triggers: they only enqueue
+
+    def _on_controller_znode(self, data, stat) -> None:
+        if not self._stopping.is_set():
+            self.events.put("controller-change", self._elect_or_resign)
+
+    def _on_session_state(self, state) -> None:
+        if state == KazooState.LOST:
+            self.events.put("session-expired", self._resign)
+        elif state == KazooState.CONNECTED:
+            self.events.put("reconnected", self._elect_or_resign)
+
+    def _watch(self, name: str, handler: Callable[[], None]):
+        return lambda _event=None: self.events.put(name, lambda: self._if_active(handler))
+
+    def _rebalance_timer(self) -> None:
+        while not self._stopping.wait(self._rebalance_interval_s):
+            if self.config.auto_leader_rebalance_enable:
+                self.events.put("auto-leader-rebalance",
+                                lambda: self._if_active(lambda: self._run(preferred.on_auto_leader_rebalance)))
+
+    # --- event handlers (event thread)
+
+    def _if_active(self, handler: Callable[[], None]) -> None:
+        if self.context is not None:
+            try:
+                handler()
+            except ControllerFencedError as error:
+                log.warning("controller %s fenced: %s", self.broker_id, error)
+                self._resign()
+
+    def _elect_or_resign(self) -> None:
+        holder = self._controller_holder()
+        if self.context is not None and holder != self.broker_id:
+            self._resign()
+        if self.context is None and holder == self.broker_id:
+            holder = self._remove_own_stale_controller_znode()
+        if self.context is None and holder is None:
+            won = self.store.elect(self.broker_id, self.clock_ms())
+            if won is not None:
+                self._on_become_controller(won)
+
+    def _remove_own_stale_controller_znode(self) -> int | None:
+        """/controller names this broker but an earlier process of it (killed
+        before its session expired). This process holds the broker id's
+        registration and listening port, so that process is gone: delete the
+        node (conditionally) instead of waiting out the dead session."""
+        try:
+            _, stat = self.client.get(layout.CONTROLLER)
+            if stat.ephemeralOwner == self.client.client_id[0]:
+                return self.broker_id
+            self.client.delete(layout.CONTROLLER, version=stat.version)
+            log.info("removed the /controller znode of a previous process of broker %s", self.broker_id)
+        except Exception as error:  # gone already, or changed: read again
+            log.info("stale /controller check: %s", error)
+        return self._controller_holder()
+
+    def _controller_holder(self) -> int | None:
+        try:
+            data, _ = self.client.get(layout.CONTROLLER)
+            return codecs.decode_controller(data)
+        except Exception:
+            return None
+
+    def _on_become_controller(self, won) -> None:
+        log.info("broker %s is the controller at epoch %s", self.broker_id, won.epoch)
+        self.channel = ControllerChannel(self.broker_id)
+        self._port = ZkPort(self.store, won.epoch)
+        snapshot, notifications = self._read_cluster(won)
+        self.context = failover.load_context(snapshot, self.broker_id, self.config)
+        self._sync_channel()
+        self._active = True
+        try:
+            self._run(lambda ctx: failover.on_controller_failover(ctx, notifications))
+        except ControllerFencedError:
+            self._resign()
+
+    def _resign(self) -> None:
+        if self.context is None:
+            return
+        log.info("broker %s resigns as controller", self.broker_id)
+        self.context = None
+        self._active = False
+        if self.channel is not None:
+            self.channel.shutdown()
+            self.channel = None
+
+    # --- carrying out decisions
+
+    def _run(self, decide: Callable[[ControllerContext], object]) -> list:
+        decision = decide(self.context)
+        before = self.context
+        context, replies = execute(self.context, decision, self._port, self._send,
+                                   on_outcome=lambda ctx, waiting: check_invariants(ctx, before, waiting))
+        self.context = context
+        self._sync_channel()
+        return replies
+
+    def _sync_channel(self) -> None:
+        """Senders for exactly the live brokers of the (updated) context."""
+        live = self.context.live_brokers
+        for broker_id in set(self.channel.brokers()) - set(live):
+            self.channel.remove_broker(broker_id)
+        self._add_to_channel(live)
+
+    def _add_to_channel(self, registrations) -> None:
+        for registration in registrations.values():
+            self.channel.add_broker(BrokerEndpoint(registration.broker_id, registration.host, registration.port))
+
+    def _send(self, requests) -> None:
+        for request in requests:
+            log.info("controller %s: %s to broker %s (%d partitions)", self.broker_id,
+                     type(request).__name__, request.broker_id, len(request.partitions))
+            wire_request, response_cls = to_wire(request)
+            callback = self._stop_replica_callback(request) if isinstance(request, StopReplica) and request.delete else None
+            self.channel.send(request.broker_id, wire_request, response_cls, callback)
+
+    def _stop_replica_callback(self, request: StopReplica):
+        def on_response(response, error) -> None:
+            if error is not None:
+                return  # the broker went away; its death marks the deletion ineligible
+            errors = {TopicPartition(e.topic_name, e.partition_index): int(e.error_code)
+                      for e in response.partition_errors}
+            if response.error_code != ErrorCode.none:
+                errors = {p.topic_partition: int(response.error_code) for p in request.partitions}
+            self.events.put("stop-replica-response", lambda: self._if_active(lambda: self._run(
+                lambda ctx: deletion.on_stop_replica_response(ctx, request.broker_id, request.broker_epoch, errors))))
+        return on_response
+
+    # --- reading ZooKeeper (event thread), re-arming the watches
+
+    def _read_cluster(self, won) -> tuple[failover.ClusterSnapshot, tuple[str, ...]]:
+        brokers = self._read_brokers()
+        topics = self._read_topics()
+        states = self._port.read_partition_states(
+            [TopicPartition(t, p) for t, a in topics.items() for p in a.partitions])
+        notifications = self._notification_paths()
+        snapshot = failover.ClusterSnapshot(
+            controller_epoch=won.epoch,
+            controller_epoch_zk_version=won.zk_version,
+            brokers=brokers,
+            topics=topics,
+            partition_states={tp: s for tp, s in states.items() if s is not None},
+            topics_to_delete=frozenset(self.store.children(layout.DELETE_TOPICS, watch=self._watch(
+                "delete-topics", self._on_delete_topics))),
+            reassignments=self._read_reassignments(),
+            preferred_election=self._read_preferred(),
+            topic_configs=self._read_topic_configs(list(topics)),
+            isr_change_notifications=notifications,
+        )
+        self.store.children(layout.CONFIG_CHANGES, watch=self._watch("config-change", self._on_config_change))
+        return snapshot, notifications
+
+    def _read_brokers(self) -> dict[int, codecs.BrokerRegistration]:
+        ids = [int(i) for i in self.store.children(layout.BROKER_IDS, watch=self._watch(
+            "broker-change", self._on_broker_change)) if i.isdigit()]
+        nodes = self.store.get_many([layout.broker(i) for i in ids])
+        return {i: codecs.decode_broker(i, nodes[layout.broker(i)][0], nodes[layout.broker(i)][1].czxid)
+                for i in ids if nodes[layout.broker(i)] is not None}
+
+    def _read_topics(self) -> dict[str, codecs.TopicAssignment]:
+        names = self.store.children(layout.BROKER_TOPICS, watch=self._watch("topic-change", self._on_topic_change))
+        nodes = self.store.get_many([layout.topic(t) for t in names],
+                                    watch=self._watch("topic-change", self._on_topic_change))
+        return {t: codecs.decode_topic(t, nodes[layout.topic(t)][0]) for t in names if nodes[layout.topic(t)]}
+
+    def _read_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:
+        node = self.store.get_many([layout.REASSIGN_PARTITIONS], watch=self._watch(
+            "reassign", self._on_reassignment))[layout.REASSIGN_PARTITIONS]
+        if node is None:
+            self.store.exists(layout.REASSIGN_PARTITIONS, watch=self._watch("reassign", self._on_reassignment))
+            return {}
+        return {TopicPartition(t, p): tuple(r) for (t, p), r in codecs.decode_reassignment(node[0]).items()}
+
+    def _read_preferred(self) -> frozenset[TopicPartition] | None:
+        node = self.store.get_many([layout.PREFERRED_REPLICA_ELECTION], watch=self._watch(
+            "preferred-election", self._on_preferred))[layout.PREFERRED_REPLICA_ELECTION]
+        if node is None:
+            self.store.exists(layout.PREFERRED_REPLICA_ELECTION, watch=self._watch(
+                "preferred-election", self._on_preferred))
+            return None
+        return frozenset(TopicPartition(t, p) for t, p in
+                         codecs.decode_partition_list(layout.PREFERRED_REPLICA_ELECTION, node[0]))
+
+    def _read_topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        nodes = self.store.get_many([layout.topic_config(t) for t in topics])
+        return {t: codecs.decode_entity_config(layout.topic_config(t), nodes[layout.topic_config(t)][0])
+                for t in topics if nodes[layout.topic_config(t)] is not None}
+
+    def _notification_paths(self) -> tuple[str, ...]:
+        children = self.store.children(layout.ISR_CHANGE_NOTIFICATION, watch=self._watch(
+            "isr-change", self._on_isr_change))
+        return tuple(f"{layout.ISR_CHANGE_NOTIFICATION}/{c}" for c in sorted(children))
+
+    # --- what each watch does (event thread, active controller only)
+
+    def _on_broker_change(self) -> None:
+        registrations = self._read_brokers()
+        log.info("controller %s: live brokers now %s", self.broker_id, sorted(registrations))
+        # Senders to new brokers must exist before the decision's requests go
+        # out (the context only lists them once the decision is carried out).
+        self._add_to_channel(registrations)
+        self._run(lambda ctx: broker_change.on_broker_change(ctx, registrations))
+
+    def _on_topic_change(self) -> None:
+        topics = self._read_topics()
+        self._run(lambda ctx: topic_change.on_topic_change(ctx, topics))
+
+    def _on_delete_topics(self) -> None:
+        topics = self.store.children(layout.DELETE_TOPICS, watch=self._watch("delete-topics", self._on_delete_topics))
+        self._run(lambda ctx: deletion.on_delete_topics(ctx, topics))
+
+    def _on_reassignment(self) -> None:
+        targets = self._read_reassignments()
+        self._run(lambda ctx: reassignment.on_partition_reassignment(ctx, targets or None))
+
+    def _on_preferred(self) -> None:
+        partitions = self._read_preferred()
+        self._run(lambda ctx: preferred.on_preferred_replica_election(ctx, partitions))
+
+    def _on_isr_change(self) -> None:
+        paths = self._notification_paths()
+        nodes = self.store.get_many(list(paths))
+        changed = set()
+        for path in paths:
+            if nodes[path] is not None:
+                changed.update(TopicPartition(t, p) for t, p in codecs.decode_partition_list(path, nodes[path][0]))
+        states = self._port.read_partition_states(changed)
+        self._run(lambda ctx: isr_change.on_isr_change(ctx, states, paths))
+
+    def _on_config_change(self) -> None:
+        self.store.children(layout.CONFIG_CHANGES, watch=self._watch("config-change", self._on_config_change))
+        configs = self._read_topic_configs(sorted(self.context.topic_ids))
+        for topic, config in configs.items():
+            self._run(lambda ctx, t=topic, c=config: topic_change.on_topic_config_change(ctx, t, c))
+
+    # --- controlled shutdown: asked by a broker's request thread
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[ErrorCode, list[tuple[str, int]]]:
+        done = threading.Event()
+        answer: list = []
+
+        def run() -> None:
+            try:
+                if self.context is None:
+                    answer.append((ErrorCode.not_controller, []))
+                    return
+                replies = self._run(lambda ctx: shutdown.on_controlled_shutdown(ctx, broker_id, broker_epoch))
+                reply = next((r for r in replies if isinstance(r, ControlledShutdownReply)
+                              and r.broker_id == broker_id), None)
+                answer.append(_shutdown_answer(reply))
+            finally:
+                done.set()
+
+        self.events.put("controlled-shutdown", run)
+        if not done.wait(CONTROLLED_SHUTDOWN_TIMEOUT_S) or not answer:
+            return ErrorCode.request_timed_out, []
+        return answer[0]
+
+
+def _shutdown_answer(reply: ControlledShutdownReply | None) -> tuple[ErrorCode, list[tuple[str, int]]]:
+    if reply is None:
+        return ErrorCode.unknown_server_error, []
+    if reply.error is not None:
+        return ErrorCode[reply.error.lower()], []
+    return ErrorCode.none, [(tp.topic, tp.partition) for tp in reply.partitions_remaining]

@@ -1,0 +1,122 @@
+"""The decision core's ZooKeeper port, over the controller's ZooKeeper store.
+
+Translates the core's writes (model.ZkWrite) into ZooKeeper operations in
+Kafka's layout, applies them fenced by the controller epoch through
+`ZkControllerStore`, and reports one `WriteResult` per write. Reading
+partition states back (after a lost race) is pipelined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+from kafkactl.cluster.controller.model import (
+    CreatePartitionState, DeleteAdminPath, DeleteNotification, DeleteTopicZnodes, SetReassignments,
+    TopicPartition, UpdatePartitionState, UpdateTopicAssignment, WriteResult, ZkWrite,
+)
+from kafkactl.cluster.controller.zk_store import (
+    ControllerEpoch, ControllerMovedError, Create, Delete, SetData, ZkControllerStore, ZkOp,
+)
+from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk.client import wait
+from kafkactl.cluster.zk.codecs import PartitionState
+
+
+class ZkPort:
+    def __init__(self, store: ZkControllerStore, controller_epoch: int) -> None:
+        self.store = store
+        self.controller_epoch = controller_epoch
+
+    def apply_writes(self, writes: Sequence[ZkWrite], controller_epoch_zk_version: int) -> list[WriteResult]:
+        fence = ControllerEpoch(self.controller_epoch, controller_epoch_zk_version)
+        self._ensure_parents(writes)
+        ops_per_write = [self._ops(write) for write in writes]
+        flat = [op for ops in ops_per_write for op in ops]
+        try:
+            results = iter(self.store.write(flat, fence)) if flat else iter(())
+        except ControllerMovedError:
+            return [WriteResult.CONTROLLER_MOVED] * len(writes)
+        return [_combined([next(results) for _ in ops]) for ops in ops_per_write]
+
+    def read_partition_states(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, PartitionState | None]:
+        paths = {tp: layout.partition_state(tp.topic, tp.partition) for tp in partitions}
+        nodes = self.store.get_many(list(paths.values()))
+        states = {}
+        for tp, path in paths.items():
+            node = nodes[path]
+            states[tp] = None if node is None else codecs.decode_partition_state(path, node[0], node[1].version)
+        return states
+
+    # --- translation
+
+    def _ensure_parents(self, writes: Sequence[ZkWrite]) -> None:
+        # Kafka creates .../partitions/<p> before its state; creating parents is
+        # harmless without the fence (they carry no data), and keeps the fenced
+        # multi to the one write that matters.
+        pending = [
+            self.store.client.ensure_path_async(layout.partition(w.topic, w.partition))
+            for w in writes if isinstance(w, CreatePartitionState)
+        ]
+        for future in pending:
+            wait(future, self.store.timeout_s)
+
+    def _ops(self, write: ZkWrite) -> list[ZkOp]:
+        if isinstance(write, CreatePartitionState):
+            return [Create(layout.partition_state(write.topic, write.partition),
+                           codecs.encode_partition_state(write.state))]
+        if isinstance(write, UpdatePartitionState):
+            return [SetData(layout.partition_state(write.topic, write.partition),
+                            codecs.encode_partition_state(write.state), write.expected_zk_version)]
+        if isinstance(write, UpdateTopicAssignment):
+            return [SetData(layout.topic(write.topic), codecs.encode_topic(write.assignment))]
+        if isinstance(write, DeleteTopicZnodes):
+            return self._delete_topic_ops(write.topic)
+        if isinstance(write, (DeleteAdminPath, DeleteNotification)):
+            return [Delete(write.path)]
+        if isinstance(write, SetReassignments):
+            return [SetData(layout.REASSIGN_PARTITIONS, codecs.encode_reassignment(dict(write.targets)))]
+        raise TypeError(f"unknown controller write {write!r}")
+
+    def _delete_topic_ops(self, topic: str) -> list[ZkOp]:
+        """Children first: a multi cannot delete recursively."""
+        partitions_path = layout.partitions(topic)
+        ops: list[ZkOp] = []
+        for partition in self.store.children(partitions_path):
+            base = f"{partitions_path}/{partition}"
+            ops += [Delete(f"{base}/{child}") for child in self.store.children(base)]
+            ops.append(Delete(base))
+        if self.store.exists(partitions_path) is not None:
+            ops.append(Delete(partitions_path))
+        ops.append(Delete(layout.topic(topic)))
+        if self.store.exists(layout.topic_config(topic)) is not None:
+            ops.append(Delete(layout.topic_config(topic)))
+        return ops
+
+
+def _combined(results) -> WriteResult:
+    """One write's result from its operations' (deleting what is gone is fine)."""
+    worst = WriteResult.OK
+    for result in results:
+        if result.ok:
+            continue
+        error = result.error
+        if isinstance(error, NoNodeError) and isinstance(result.op, Delete):
+            continue
+        worst = _result_of(error)
+        if worst is not WriteResult.OK:
+            return worst
+    return worst
+
+
+def _result_of(error: Exception) -> WriteResult:
+    if isinstance(error, BadVersionError):
+        return WriteResult.BAD_VERSION
+    if isinstance(error, NoNodeError):
+        return WriteResult.NO_NODE
+    if isinstance(error, NodeExistsError):
+        return WriteResult.NODE_EXISTS
+    if isinstance(error, RolledBackError):
+        return WriteResult.NOT_APPLIED
+    raise error
