@@ -352,15 +352,24 @@ class Simulation:
     # --- brokers receiving requests
 
     def deliver(self, reliable: bool = False) -> None:
-        """One request to one broker. Each broker's requests arrive in order
-        (one connection, as Kafka's controller channel), but brokers are
-        served in random order and at random later steps: across brokers
-        requests are reordered and delayed."""
+        """One request to one broker, at a random later step and in random
+        order across brokers. Within one broker Kafka's channel keeps order;
+        the simulation swaps two LeaderAndIsr/UpdateMetadata now and then
+        (the brokers' epoch checks must cope), but never moves a request
+        across a StopReplica or a full LeaderAndIsr. A replica deleted and
+        then brought back by an older LeaderAndIsr would believe it leads
+        with a stale zk version, and a re-created topic's state znode starts
+        its versions over: only a reordering channel makes that possible."""
         ready = [b for b in self.brokers.values() if b.inbox]
         if not ready:
             return
         broker = self.rng.choice(ready)
-        self.handle(broker, broker.inbox.pop(0), reliable)
+        index = 0
+        if not reliable and len(broker.inbox) > 1 and self.rng.random() < 0.1 * self.fault_rate \
+                and all(_swappable(r) for r in broker.inbox[:2]):
+            index = 1
+            self._count("reordered")
+        self.handle(broker, broker.inbox.pop(index), reliable)
 
     def handle(self, broker: FakeBroker, request: BrokerRequest, reliable: bool = False) -> None:
         if request.controller_epoch < broker.max_controller_epoch:
@@ -437,6 +446,9 @@ class Simulation:
             isr.remove(self.rng.choice(lagging))
         else:
             return False
+        if not self._still_leads(broker, tp, local):
+            self._count("leader_isr_write_refused")
+            return False
         state = PartitionState(broker.broker_id, local.leader_epoch, isr, local.controller_epoch, recovery)
         path = layout.partition_state(tp.topic, tp.partition)
         if self.zk.set(path, codecs.encode_partition_state(state), local.zk_version) is not WriteResult.OK:
@@ -447,6 +459,20 @@ class Simulation:
         self.zk.create_sequential(layout.ISR_CHANGE_PREFIX, codecs.encode_partition_list([tp]))
         self.enqueue("isr_change")
         return True
+
+    def _still_leads(self, broker: FakeBroker, tp: TopicPartition, local: LocalReplica) -> bool:
+        """A leader's ISR write is fenced only by the state znode's version,
+        and a re-created topic starts its versions over: a broker that missed
+        its StopReplica (it was cut off when its replica moved away, then the
+        topic was deleted and created again) could write into the new
+        topic's state. So, as Kafka's checkLeaderAndIsrZkData and topic ids
+        do, the broker first checks that the znode is still its topic's and
+        its own leadership (seed 1025 at 300 steps finds the write without)."""
+        topic = self.zk.get(layout.topic(tp.topic))
+        stored = self._partition_state(tp)
+        return (topic is not None and self._topic(tp.topic).topic_id == local.topic_id and stored is not None
+                and (stored.leader, stored.leader_epoch, stored.zk_version)
+                == (broker.broker_id, local.leader_epoch, local.zk_version))
 
     def _follows(self, broker_id: int, tp: TopicPartition, leader: FakeBroker, local: LocalReplica) -> bool:
         follower = self.brokers[broker_id]
@@ -762,6 +788,10 @@ class Simulation:
                 local = self.brokers[broker_id].replicas.get(tp)
                 if local is None or (local.leader, local.leader_epoch) != (state.leader, state.leader_epoch):
                     self.fail(f"{tp}: broker {broker_id} thinks {local}, ZooKeeper says {state}")
+
+
+def _swappable(request: BrokerRequest) -> bool:
+    return isinstance(request, UpdateMetadata) or (isinstance(request, LeaderAndIsr) and not request.full)
 
 
 class SimZk:

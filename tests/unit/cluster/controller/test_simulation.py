@@ -45,7 +45,7 @@ def test_every_seed_keeps_the_invariants_and_finishes_its_work():
 def _assert_faults_were_exercised(totals):
     # The run is only worth something if the hard cases happened.
     for name in ("write_bad_version", "write_node_exists", "raced", "old_controller_fenced", "stale_broker_epoch",
-                 "stray_removed", "lost", "shutdown_with_partitions_remaining", "leader_isr_write_failed",
+                 "stray_removed", "lost", "reordered", "shutdown_with_partitions_remaining", "leader_isr_write_refused",
                  "event_stop_replica_response", "event_reassign", "event_isr_change", "event_preferred"):
         assert totals.get(name, 0) > 0, f"no {name} in {SEEDS} seeds: {sorted(totals.items())}"
 
