@@ -13,6 +13,7 @@ import threading
 import time
 
 from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.controlled_shutdown import controlled_shutdown
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
 from kafkactl.cluster.broker.handlers.services import BrokerServices
@@ -73,7 +74,8 @@ class Broker:
         self.server.start()
         self.zk_agent.start()
         self.metadata.replace(MetadataSnapshot(cluster_id=self.zk_agent.cluster_id))
-        self.controller = Controller(self.config.broker_id, self.zk_agent.client, controller_config(self.config))
+        self.controller = Controller(self.config.broker_id, self.zk_agent.client, controller_config(self.config),
+                                     leader_imbalance_check_interval_s=self.config.leader_imbalance_check_interval_seconds)
         self.services.controller = self.controller
         self.controller.start()
         self._housekeeping.start()
@@ -81,6 +83,8 @@ class Broker:
 
     def shutdown(self) -> None:
         log.info("broker %s shutting down", self.config.broker_id)
+        if self.config.controlled_shutdown_enable:
+            controlled_shutdown(self.config, self.metadata, self.zk_agent.broker_epoch)
         self._stopping.set()
         self.server.stop()
         if self.controller is not None:
@@ -115,4 +119,9 @@ class Broker:
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:
-    return ControllerConfig(unclean_leader_election_enable=config.unclean_leader_election_enable)
+    return ControllerConfig(
+        unclean_leader_election_enable=config.unclean_leader_election_enable,
+        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+        leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
+        delete_topic_enable=config.delete_topic_enable,
+    )

@@ -73,6 +73,13 @@ class BrokerConfig:
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30000
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
+    delete_topic_enable: bool = True
 
     def default_log_config(self) -> LogConfig:
         return LogConfig(
@@ -224,6 +231,13 @@ _KEYS: dict[str, _Key] = {
     "replica.fetch.min.bytes": _Key("replica_fetch_min_bytes", _int, _at_least(1)),
     "replica.fetch.backoff.ms": _Key("replica_fetch_backoff_ms", _int, _at_least(0)),
     "replica.socket.timeout.ms": _Key("replica_socket_timeout_ms", _int, _at_least(1)),
+    "controlled.shutdown.enable": _Key("controlled_shutdown_enable", _bool),
+    "controlled.shutdown.max.retries": _Key("controlled_shutdown_max_retries", _int, _at_least(0)),
+    "controlled.shutdown.retry.backoff.ms": _Key("controlled_shutdown_retry_backoff_ms", _int, _at_least(0)),
+    "auto.leader.rebalance.enable": _Key("auto_leader_rebalance_enable", _bool),
+    "leader.imbalance.per.broker.percentage": _Key("leader_imbalance_per_broker_percentage", _int, _at_least(0)),
+    "leader.imbalance.check.interval.seconds": _Key("leader_imbalance_check_interval_seconds", _int, _at_least(1)),
+    "delete.topic.enable": _Key("delete_topic_enable", _bool),
     "metrics.port": _Key("metrics_port", _int, _at_least(-1)),
 }
 
@@ -234,10 +248,7 @@ _ACCEPTED_UNUSED = frozenset({
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
     "offsets.topic.replication.factor", "offsets.topic.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms", "delete.topic.enable",
-    "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-    "leader.imbalance.per.broker.percentage", "controlled.shutdown.enable",
-    "num.replica.fetchers", "controller.socket.timeout.ms",
+    "group.initial.rebalance.delay.ms", "num.replica.fetchers", "controller.socket.timeout.ms",
     "zookeeper.max.in.flight.requests", "compression.type", "log.cleanup.policy",
     "log.cleaner.enable", "inter.broker.listener.name", "listener.security.protocol.map",
     "broker.id.generation.enable", "reserved.broker.max.id",

@@ -47,6 +47,12 @@ def validate_overrides(overrides: Mapping[str, str]) -> None:
             raise LocalClusterUsageError(f"config value for {key!r} contains a newline")
 
 
+LOCAL_DEFAULTS = {
+    "controlled.shutdown.max.retries": "1",
+    "controlled.shutdown.retry.backoff.ms": "500",
+}
+
+
 def server_properties(broker: BrokerSpec, host: str, zookeeper_port: int,
                       overrides: Mapping[str, str]) -> str:
     listener = f"PLAINTEXT://{host}:{broker.port}"
@@ -61,6 +67,11 @@ def server_properties(broker: BrokerSpec, host: str, zookeeper_port: int,
     lines = ["# Written by kafkactl for a local cluster; rewritten on every `cluster up`.",
              "# Change settings with `kafkactl cluster up --config key=value` on a new cluster."]
     lines += [f"{k}={_escape(v)}" for k, v in managed.items()]
+    # A local cluster is often stopped whole: controlled shutdown cannot move
+    # leaders to brokers that are stopping too, so retry briefly instead of
+    # Kafka's 3 x 5 s (which would outlast `cluster down`'s grace period).
+    defaults = {k: v for k, v in LOCAL_DEFAULTS.items() if k not in overrides}
+    lines += [f"{k}={_escape(v)}" for k, v in defaults.items()]
     lines += [f"{k}={_escape(v)}" for k, v in sorted(overrides.items())]
     return "\n".join(lines) + "\n"
 

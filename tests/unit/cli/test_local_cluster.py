@@ -39,7 +39,11 @@ def test_server_properties(tmp_path):
         "log.dir.media": f"{ssd}:ssd,{hdd}:hdd",
         "zookeeper.connect": "127.0.0.1:2181",
         "log.segment.bytes": "1048576",
+        "controlled.shutdown.max.retries": "1",
+        "controlled.shutdown.retry.backoff.ms": "500",
     }
+    overridden = props(server_properties(broker, "127.0.0.1", 2181, {"controlled.shutdown.max.retries": "3"}))
+    assert overridden["controlled.shutdown.max.retries"] == "3"
     assert broker.config_file == str(tmp_path / "broker-2" / "server.properties")
     assert broker.log_file == str(tmp_path / "logs" / "broker-2.log")
 
