@@ -253,8 +253,18 @@ class ZkAgent:
 
     def _write_partition_state(self, topic: str, partition: int, state: codecs.PartitionState,
                                expected_zk_version: int) -> int:
+        """A leader's ISR change, conditional on the znode's version and on the
+        znode still naming this leader at its epoch: a topic deleted and created
+        again restarts its versions at 0, so the version alone could match a
+        state this (stale) leader never saw."""
         path = layout.partition_state(topic, partition)
         try:
+            data, stat = self.zk.get(path)
+            current = codecs.decode_partition_state(path, data, stat.version)
+            if (stat.version, current.leader, current.leader_epoch) != (
+                    expected_zk_version, state.leader, state.leader_epoch):
+                raise PartitionStateConflict(f"{path}: leader {current.leader} at epoch "
+                                             f"{current.leader_epoch}, version {stat.version}")
             return self.zk.set(path, codecs.encode_partition_state(state), expected_zk_version).version
         except (BadVersionError, NoNodeError) as error:
             raise PartitionStateConflict(f"{path}: {type(error).__name__}") from None
