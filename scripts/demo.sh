@@ -13,10 +13,9 @@ step kafkactl cluster up --brokers 3
 $KAFKACTL cluster up --brokers 3 >/dev/null
 BOOTSTRAP=$($KAFKACTL cluster status -o json | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["bootstrap_servers"])')
 
-# Replication factor 1 until replication between brokers lands (issue 3):
-# each of the 3 partitions is led by a different broker.
-step kafkactl topics create $TOPIC --partitions 3 --replication-factor 1 --if-not-exists
-$KAFKACTL topics create $TOPIC --partitions 3 --replication-factor 1 --if-not-exists
+# Every partition on all three brokers; an acks=all write needs two of them.
+step kafkactl topics create $TOPIC --partitions 3 --replication-factor 3 --config min.insync.replicas=2 --if-not-exists
+$KAFKACTL topics create $TOPIC --partitions 3 --replication-factor 3 --config min.insync.replicas=2 --if-not-exists
 
 step "seq 1 10 | sed 's/.*/key-&:hello &/' | kcat -b \$BOOTSTRAP -t $TOPIC -P -K: -X acks=all"
 seq 1 10 | sed 's/.*/key-&:hello &/' | kcat -b "$BOOTSTRAP" -t $TOPIC -P -K: -X acks=all
