@@ -1,0 +1,85 @@
+"""Admin operations carried out by the controller, triggered the Kafka way
+through ZooKeeper, on real broker processes."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from kafkactl.cluster.admin.topics import create_topic, describe_topics
+from kafkactl.cluster.zk import codecs, layout
+
+SESSION = {"zookeeper.session.timeout.ms": "4000"}
+
+
+def wait_for(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def zookeeper(status) -> KazooClient:
+    client = KazooClient(hosts=status.zookeeper_connect, timeout=10)
+    client.start(timeout=10)
+    return client
+
+
+def partition_dirs(status, broker_id: int, topic: str) -> list[Path]:
+    """Live partition dirs; a deleted one is renamed `<t>-<p>.<id>-delete` at once
+    and removed after file.delete.delay.ms, as Kafka does."""
+    return [p for d in status.broker(broker_id).log_dirs for p in Path(d).glob(f"{topic}-*")
+            if re.fullmatch(rf"{re.escape(topic)}-\d+", p.name)]
+
+
+def test_topic_deletion_removes_logs_and_znodes_even_with_a_broker_down(start_cluster):
+    cluster, status = start_cluster(brokers=3, overrides=SESSION)
+    zk = zookeeper(status)
+    try:
+        create_topic(zk, "doomed", {0: [1, 2, 3], 1: [2, 3, 1]}, {"retention.ms": "3600000"})
+        wait_for(lambda: all(p.leader >= 0 for p in describe_topics(zk, ["doomed"])["doomed"]), 20, "leaders")
+        wait_for(lambda: all(len(partition_dirs(status, b, "doomed")) == 2 for b in (1, 2, 3)), 20, "logs")
+        cluster.kill_broker(3)
+        wait_for(lambda: zk.exists(layout.broker(3)) is None, 20, "broker 3's session to expire")
+
+        zk.create(layout.delete_topic("doomed"), makepath=True)
+        wait_for(lambda: not partition_dirs(status, 1, "doomed") and not partition_dirs(status, 2, "doomed"),
+                 30, "the live replicas to be deleted")
+        assert zk.exists(layout.topic("doomed")) is not None, "not finished while a replica is down"
+        assert partition_dirs(status, 3, "doomed"), "the down broker still has its copy"
+
+        cluster.up()  # broker 3 returns: the deletion completes there too
+        wait_for(lambda: zk.exists(layout.topic("doomed")) is None, 30, "the topic znode to go")
+        assert zk.exists(layout.delete_topic("doomed")) is None
+        assert zk.exists(layout.topic_config("doomed")) is None
+        wait_for(lambda: not partition_dirs(status, 3, "doomed"), 30, "broker 3's replicas to be deleted")
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_preferred_replica_election_moves_leaders_back(start_cluster):
+    cluster, status = start_cluster(brokers=3, overrides={**SESSION, "auto.leader.rebalance.enable": "false"})
+    zk = zookeeper(status)
+    try:
+        create_topic(zk, "pref", {0: [1, 2, 3]}, {})
+        leader = lambda: describe_topics(zk, ["pref"])["pref"][0].leader
+        wait_for(lambda: leader() == 1, 20, "broker 1 to lead")
+        cluster.stop_broker(1)              # controlled shutdown moves the leadership away
+        wait_for(lambda: leader() in (2, 3), 20, "a new leader")
+        cluster.up()
+        wait_for(lambda: 1 in describe_topics(zk, ["pref"])["pref"][0].isr, 30, "broker 1 back in the ISR")
+        assert leader() != 1
+
+        zk.create(layout.PREFERRED_REPLICA_ELECTION, codecs.encode_partition_list([("pref", 0)]))
+        wait_for(lambda: leader() == 1, 20, "the preferred leader")
+        wait_for(lambda: zk.exists(layout.PREFERRED_REPLICA_ELECTION) is None, 20, "the trigger to be deleted")
+    finally:
+        zk.stop()
+        zk.close()
