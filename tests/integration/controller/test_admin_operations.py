@@ -83,3 +83,34 @@ def test_preferred_replica_election_moves_leaders_back(start_cluster):
     finally:
         zk.stop()
         zk.close()
+
+
+def test_topic_config_changes_apply_through_config_changes(start_cluster):
+    from confluent_kafka import Producer
+
+    cluster, status = start_cluster(brokers=2, overrides=SESSION)
+    zk = zookeeper(status)
+    try:
+        create_topic(zk, "tuned", {0: [1, 2]}, {"min.insync.replicas": "2"})
+        wait_for(lambda: describe_topics(zk, ["tuned"])["tuned"][0].isr == [1, 2], 20, "a full ISR")
+        producer = Producer({"bootstrap.servers": status.bootstrap_servers, "acks": "all",
+                             "message.timeout.ms": 5000, "retries": 0})
+
+        def produce() -> str | None:
+            errors = []
+            producer.produce("tuned", b"v", callback=lambda err, msg: errors.append(err))
+            producer.flush(10)
+            return errors[0].name() if errors[0] else None
+
+        assert produce() is None
+        cluster.stop_broker(2)  # the ISR drops to [1], below min.insync.replicas=2
+        wait_for(lambda: describe_topics(zk, ["tuned"])["tuned"][0].isr == [1], 20, "the ISR to shrink")
+        assert produce() == "NOT_ENOUGH_REPLICAS"
+
+        # Kafka's way: rewrite the entity's config, then announce it.
+        zk.set(layout.topic_config("tuned"), codecs.encode_entity_config({"min.insync.replicas": "1"}))
+        zk.create(layout.CONFIG_CHANGE_PREFIX, codecs.encode_config_change("topics/tuned"), sequence=True)
+        wait_for(lambda: produce() is None, 20, "the new min.insync.replicas to apply")
+    finally:
+        zk.stop()
+        zk.close()
