@@ -535,6 +535,18 @@ class ReplicaManager:
         self._notify_data()
         return errors
 
+    def delete_strays(self, assigned: set[tuple[str, int]]) -> list[tuple[str, int]]:
+        """After a full LeaderAndIsr (seed E, KIP-516): delete the local logs of
+        partitions no longer assigned here (deleted or moved away while this
+        broker was down). Returns what was deleted."""
+        local = set(self.partitions) | set(self.log_manager.all_logs())
+        strays = sorted(local - assigned)
+        if strays:
+            log.info("deleting stray partitions not assigned to broker %s: %s", self.broker_id,
+                     ", ".join(f"{t}-{p}" for t, p in strays[:20]))
+            self.stop_replicas({key: STOP_REPLICA_EPOCH_DURING_DELETE for key in strays}, delete=True)
+        return strays
+
     def update_broker_endpoints(self, endpoints: Mapping[int, tuple[str, int]]) -> None:
         """Where brokers listen (UpdateMetadata's live brokers): used for new fetchers."""
         self._broker_endpoints.update({b: (str(host), int(port)) for b, (host, port) in endpoints.items()})

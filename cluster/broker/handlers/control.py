@@ -39,6 +39,8 @@ def leader_and_isr(services, header, request):
             leader_and_isr_partitions(request), live_leader_endpoints(request))
     except StaleControllerEpochError:
         return _leader_and_isr_response(request, {}, ErrorCode.stale_controller_epoch)
+    if request.type == control.LEADER_AND_ISR_TYPE_FULL:
+        services.replica_manager.delete_strays(set(errors))
     return _leader_and_isr_response(request, errors, ErrorCode.none)
 
 

@@ -91,3 +91,16 @@ def test_stop_replica_with_delete_removes_the_log(broker):
     assert response.error_code == ErrorCode.none
     assert [(e.topic_name, e.error_code) for e in response.partition_errors] == [("t", ErrorCode.none)]
     assert broker.logs.get_log("t", 0) is None and broker.replica_manager.get("t", 0) is None
+
+
+def test_a_full_leader_and_isr_deletes_partitions_no_longer_assigned(broker):
+    from dataclasses import replace
+
+    broker.logs.get_or_create_log("gone", 0)          # e.g. deleted while this broker was down
+    full = replace(leader_and_isr(), type=control.LEADER_AND_ISR_TYPE_FULL)
+    assert broker.call(full).error_code == ErrorCode.none
+    assert broker.logs.get_log("gone", 0) is None
+    assert broker.logs.get_log("t", 0) is not None     # listed, so kept
+    broker.logs.get_or_create_log("kept", 0)
+    broker.call(leader_and_isr(leader_epoch=1))        # incremental: strays are not its business
+    assert broker.logs.get_log("kept", 0) is not None
