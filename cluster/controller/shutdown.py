@@ -58,7 +58,12 @@ def move_away(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPartition])
                 new_state = b.next_state(tp, result.leader, result.isr, result.leader_recovery_state)
                 b.write_partition_state(tp, new_state)
                 psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
-                announce(b, tp)
+                # The old leader stops instead of following: a follower that is
+                # about to stop would fetch, rejoin the ISR and then hold every
+                # acks=-1 produce until the leader drops it again.
+                announce(b, tp, exclude=[broker_id])
+                rsm.take_offline(ctx.replica_states, PartitionReplica(tp, broker_id))
+                b.batch.stop_replica(broker_id, tp, delete=False)
         else:
             rsm.take_offline(ctx.replica_states, PartitionReplica(tp, broker_id))
             b.batch.stop_replica(broker_id, tp, delete=False)

@@ -191,7 +191,7 @@ def test_fetch_with_stale_leader_epoch_is_fenced(start_cluster):
         time.sleep(0.1)
     leader, epoch = leader_and_epoch(c)
     assert (leader, epoch) == (survivor, 1)
-    produce(c, "fenced", 0, batch())
+    assert produce(c, "fenced", 0, batch()).error_code == ErrorCode.none
 
     def fetch(current_leader_epoch):
         request = fetch12.FetchRequest(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import socket
 import struct
 
 from kio.index import load_response_schema
-from kio.serial import entity_reader, entity_writer
+
+from kafkactl.cluster.broker.broker_client import decode_response, encode_request
 
 
 class WireClient:
@@ -22,17 +22,11 @@ class WireClient:
         self.sock.sendall(data)
 
     def frame(self, request, api_version_override: int | None = None) -> bytes:
-        api_key, version = request.__api_key__, request.__version__
-        if api_version_override is not None:
-            version = api_version_override
         self.correlation_id += 1
-        header = struct.pack(">hhih", api_key, version, self.correlation_id, 4) + b"test"
-        if request.__flexible__:
-            header += b"\x00"  # no tagged fields
-        body = io.BytesIO()
-        entity_writer(type(request))(body, request)
-        payload = header + body.getvalue()
-        return struct.pack(">i", len(payload)) + payload
+        frame = encode_request(request, self.correlation_id, "test")
+        if api_version_override is not None:  # a version the broker does not speak
+            frame = frame[:6] + struct.pack(">h", api_version_override) + frame[8:]
+        return frame
 
     def request(self, request):
         self.send_raw(self.frame(request))
@@ -43,14 +37,8 @@ class WireClient:
         return self._read_exactly(size)
 
     def read_response(self, api_key: int, version: int, header_flexible: bool | None = None):
-        frame = self.read_frame()
         cls = load_response_schema(api_key, version)
-        correlation_id = struct.unpack_from(">i", frame)[0]
-        assert correlation_id == self.correlation_id
-        flexible = cls.__flexible__ and api_key != 18 if header_flexible is None else header_flexible
-        offset = 5 if flexible else 4
-        response, _ = entity_reader(cls)(frame, offset)
-        return response
+        return decode_response(self.read_frame(), cls, self.correlation_id)
 
     def closed_by_peer(self, timeout_s: float = 5.0) -> bool:
         self.sock.settimeout(timeout_s)
