@@ -44,7 +44,8 @@ class Broker:
             log.info("log dir %s: %s", log_dir.path, log_dir.media)
         self.metadata = MetadataCache()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
-        self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms)
+        self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms=clock_ms,
+                                on_broker_config=self.replica_manager.update_broker_config)
         self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
         self.services = BrokerServices(
             config=config,

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 # back to its high watermark; each round lowers the epoch asked about, so this
 # is only a guard against a misbehaving leader.
 MAX_TRUNCATION_ROUNDS = 16
+THROTTLED_DELAY_S = 0.1   # how long a throttled partition waits before asking again
 IDLE_WAIT_S = 0.5
 
 RETRIABLE_PARTITION_ERRORS = frozenset({
@@ -157,6 +158,8 @@ class ReplicaFetcherThread:
 
     # --- control (ReplicaManager threads)
 
+    throttle = None   # set by the manager
+
     def start(self) -> None:
         self._thread.start()
 
@@ -242,6 +245,10 @@ class ReplicaFetcherThread:
             (work.truncating if state.truncating else work.fetching).append(state)
         return work
 
+    def _throttled(self, state: PartitionFetchState) -> bool:
+        """A throttled, out-of-sync partition sits out while the rate is exceeded."""
+        return self.throttle is not None and self.throttle.skip(state.partition)
+
     def _still_fetching(self, state: PartitionFetchState) -> bool:
         """Under the lock: the partition was not removed or re-added meanwhile."""
         return self._states.get(state.key) is state
@@ -316,8 +323,12 @@ class ReplicaFetcherThread:
 
     def _fetch(self, states: list[PartitionFetchState]) -> None:
         with self._lock:
-            sent = {s.key: (s, s.partition.log.log_end_offset) for s in states if self._still_fetching(s)}
+            sent = {s.key: (s, s.partition.log.log_end_offset) for s in states
+                    if self._still_fetching(s) and not self._throttled(s)}
         if not sent:
+            with self._lock:
+                for state in states:
+                    state.delay(THROTTLED_DELAY_S)
             return
         wait_s = self.config.fetch_wait_max_ms / 1000
         response = self.client.request(self._fetch_request(sent),
@@ -369,6 +380,8 @@ class ReplicaFetcherThread:
             return  # truncated since the request was sent; fetch again from the new end
         state.out_of_range_after_truncation = False
         if data.records:
+            if self.throttle is not None and self.throttle.is_throttled(partition):
+                self.throttle.record(len(data.records))
             try:
                 partition.follower_append(data.records)
             except (UnexpectedAppendOffsetError, OffsetsOutOfOrderError) as problem:
@@ -410,9 +423,10 @@ class ReplicaFetcherThread:
 class ReplicaFetcherManager:
     """The fetcher threads of one broker, one per source broker."""
 
-    def __init__(self, broker_id: int, config: FetcherConfig) -> None:
+    def __init__(self, broker_id: int, config: FetcherConfig, throttle=None) -> None:
         self.broker_id = broker_id
         self.config = config
+        self.throttle = throttle   # FollowerThrottle-like: skip(partition) / record(size); None: never
         self._fetchers: dict[int, ReplicaFetcherThread] = {}
         self._lock = threading.Lock()
 
@@ -427,6 +441,7 @@ class ReplicaFetcherManager:
                 fetcher = None
             if fetcher is None:
                 fetcher = ReplicaFetcherThread(self.broker_id, leader_id, endpoint[0], endpoint[1], self.config)
+                fetcher.throttle = self.throttle
                 self._fetchers[leader_id] = fetcher
                 fetcher.start()
             fetcher.add_partitions(moved + list(states))

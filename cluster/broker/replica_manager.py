@@ -41,6 +41,9 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.quota import (
+    UNLIMITED, ReplicationQuota, ThrottledReplicasError, is_throttled, parse_throttled_replicas,
+)
 from kafkactl.cluster.broker.replica_fetcher import (
     FetcherConfig,
     PartitionFetchState,
@@ -456,7 +459,10 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.controller_epoch = -1   # the newest controller epoch a control request carried
-        self.fetchers = ReplicaFetcherManager(config.broker_id, fetcher_config or fetcher_config_from(config))
+        self.leader_quota = ReplicationQuota()
+        self.follower_quota = ReplicationQuota()
+        self.fetchers = ReplicaFetcherManager(config.broker_id, fetcher_config or fetcher_config_from(config),
+                                              throttle=_FollowerThrottle(self))
         self._broker_endpoints: dict[int, tuple[str, int]] = {}
         self._partitions_lock = threading.Lock()
         self._control_lock = threading.Lock()   # one control request at a time
@@ -616,6 +622,31 @@ class ReplicaManager:
         return ErrorCode.none
 
     # --- topic configs (zk-agent thread)
+
+    # --- replication throttles (KIP-73)
+
+    def update_broker_config(self, overrides: Mapping[str, str]) -> None:
+        """Dynamic broker config (/config/brokers/<default> then /<id>): the throttle rates."""
+        self.leader_quota.set_rate(_rate(overrides.get("leader.replication.throttled.rate")))
+        self.follower_quota.set_rate(_rate(overrides.get("follower.replication.throttled.rate")))
+
+    def throttled_replicas(self, topic: str, direction: str):
+        value = self.topic_configs.get(topic, {}).get(f"{direction}.replication.throttled.replicas", "")
+        try:
+            return parse_throttled_replicas(value)
+        except ThrottledReplicasError:
+            return frozenset()
+
+    def leader_throttled_replica(self, topic: str, index: int, follower_id: int) -> bool:
+        """The follower's replica is throttled and out of sync (ISR members never are)."""
+        partition = self.partitions.get((topic, index))
+        if partition is None or follower_id in partition.isr:
+            return False
+        return is_throttled(self.throttled_replicas(topic, "leader"), index, follower_id)
+
+    def leader_throttled(self, topic: str, index: int, follower_id: int) -> bool:
+        """Serve this follower nothing now: a throttled replica while over the rate."""
+        return self.leader_quota.is_exceeded() and self.leader_throttled_replica(topic, index, follower_id)
 
     def update_topic_configs(self, configs: Mapping[str, Mapping[str, str]]) -> None:
         """Topic config overrides from /config/topics (the controller does not send them)."""
@@ -906,3 +937,29 @@ def _check_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode |
 
 def monotonic_deadline(timeout_ms: int) -> float:
     return time.monotonic() + max(0, timeout_ms) / 1000
+
+
+def _rate(value: str | None) -> int:
+    try:
+        return int(value) if value is not None else UNLIMITED
+    except ValueError:
+        log.warning("ignoring replication throttle rate %r", value)
+        return UNLIMITED
+
+
+class _FollowerThrottle:
+    """What the fetcher threads ask about `follower.replication.throttled.*`."""
+
+    def __init__(self, manager: ReplicaManager) -> None:
+        self._manager = manager
+
+    def is_throttled(self, partition) -> bool:
+        throttled = self._manager.throttled_replicas(partition.topic, "follower")
+        return is_throttled(throttled, partition.index, partition.broker_id) \
+            and partition.broker_id not in partition.isr
+
+    def skip(self, partition) -> bool:
+        return self._manager.follower_quota.is_exceeded() and self.is_throttled(partition)
+
+    def record(self, size_bytes: int) -> None:
+        self._manager.follower_quota.record(size_bytes)

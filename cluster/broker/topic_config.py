@@ -58,6 +58,15 @@ def _cleanup_policy(raw: str) -> str:
     return raw
 
 
+def _throttled_replicas(raw: str) -> str:
+    from kafkactl.cluster.broker.quota import ThrottledReplicasError, parse_throttled_replicas
+    try:
+        parse_throttled_replicas(raw)
+    except ThrottledReplicasError as error:
+        raise ValueError(str(error)) from None
+    return raw
+
+
 # topic key -> (LogConfig field or None if only validated, parser)
 TOPIC_KEYS = {
     "segment.bytes": ("segment_bytes", _int_at_least(14)),
@@ -81,8 +90,8 @@ TOPIC_KEYS = {
     "min.cleanable.dirty.ratio": (None, float),
     "preallocate": (None, _bool),
     "message.downconversion.enable": (None, _bool),
-    "follower.replication.throttled.replicas": (None, str),
-    "leader.replication.throttled.replicas": (None, str),
+    "follower.replication.throttled.replicas": (None, _throttled_replicas),
+    "leader.replication.throttled.replicas": (None, _throttled_replicas),
     "segment.jitter.ms": (None, _int_at_least(0)),
     "message.timestamp.difference.max.ms": (None, _int_at_least(0)),
 }

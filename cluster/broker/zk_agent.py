@@ -39,10 +39,12 @@ class ZkAgent:
         self,
         config: BrokerConfig,
         on_topic_configs: Callable[[dict[str, dict[str, str]]], None],
+        on_broker_config: Callable[[dict[str, str]], None] = lambda config: None,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config
         self.on_topic_configs = on_topic_configs
+        self.on_broker_config = on_broker_config
         self.clock_ms = clock_ms
         self.client = None
         self.zk: zk_client.BoundedZk | None = None
@@ -200,6 +202,7 @@ class ZkAgent:
         """Topic configs: the controller decides leadership and sends metadata,
         so configs are all a broker reads from ZooKeeper itself."""
         self.on_topic_configs(self._read_topic_configs())
+        self.on_broker_config(self._read_broker_config())
 
     def _get_all(self, paths: list[str], watch: bool) -> dict[str, tuple[bytes, object] | None]:
         callback = self._on_watch if watch else None
@@ -217,6 +220,20 @@ class ZkAgent:
             return zk_client.wait(self.client.get_children_async(path, watch=self._on_watch), ZK_CALL_TIMEOUT_S)
         except NoNodeError:
             return []
+
+    def _read_broker_config(self) -> dict[str, str]:
+        """Dynamic broker config: cluster-wide defaults, then this broker's own."""
+        paths = [layout.entity_config("brokers", "<default>"),
+                 layout.entity_config("brokers", str(self.config.broker_id))]
+        nodes = self._get_all(paths, watch=False)
+        merged: dict[str, str] = {}
+        for path in paths:
+            if nodes[path] is not None:
+                try:
+                    merged.update(codecs.decode_entity_config(path, nodes[path][0]))
+                except codecs.ZnodeFormatError as error:
+                    log.warning("ignoring broker config: %s", error)
+        return merged
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
         topics = self._children(layout.BROKER_TOPICS)

@@ -69,10 +69,16 @@ def _read_all(replica_manager, request, response_max_bytes: int, replica_id: int
             # whole batch, so an oversized batch cannot stall a consumer.
             min_one_batch = total_bytes == 0
             epoch = getattr(partition, "current_leader_epoch", -1)
-            if replica_id >= 0:
+            if replica_id >= 0 and replica_manager.leader_throttled(topic.topic, partition.partition, replica_id):
+                result = replica_manager.read_for_follower(
+                    topic.topic, partition.partition, replica_id, partition.fetch_offset, 0, epoch, False)
+            elif replica_id >= 0:
                 result = replica_manager.read_for_follower(
                     topic.topic, partition.partition, replica_id, partition.fetch_offset, budget,
                     epoch, min_one_batch)
+                if result.size and replica_manager.leader_throttled_replica(topic.topic, partition.partition,
+                                                                            replica_id):
+                    replica_manager.leader_quota.record(result.size)
             else:
                 result = replica_manager.read(
                     topic.topic, partition.partition, partition.fetch_offset, budget, epoch, min_one_batch)
