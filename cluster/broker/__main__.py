@@ -49,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         log.exception("broker failed to start: %s", error)
         return 1
-    stop.wait()
+    # A timed wait: a process-directed SIGTERM may land on any thread; CPython
+    # runs the Python handler on the main thread only when it returns to the
+    # interpreter, which an untimed wait never does.
+    while not stop.wait(0.5):
+        pass
     broker.shutdown()
     return 0
 
