@@ -1,0 +1,49 @@
+"""The whole cluster stops (SIGTERM to every broker, then ZooKeeper) and comes
+back with its data while an idempotent acks=-1 producer keeps writing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from faults_support import LoadProducer, assert_check
+
+PARTITIONS = 3
+
+
+def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw-probe"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(PARTITIONS)}
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+def test_restart_of_the_whole_cluster_keeps_everything(faults):
+    cluster = faults(brokers=3)
+    topic = cluster.create_topic("restart", PARTITIONS)
+    producer = LoadProducer(cluster.bootstrap, topic, PARTITIONS, rate=300).start()
+    diagnose = lambda: cluster.describe(topic)   # noqa: E731
+    try:
+        producer.wait_progress(600, diagnose=diagnose)
+        epochs_before = {p: s.leader_epoch for p, s in cluster.states(topic).items()}
+        hws_before = high_watermarks(cluster.bootstrap, topic)
+        acked_before = producer.ack_count()
+        cluster.down()
+        cluster.up()
+        cluster.wait_full_isr(topic)
+        epochs_after = {p: s.leader_epoch for p, s in cluster.states(topic).items()}
+        producer.wait_progress(300, diagnose=diagnose)
+    finally:
+        producer.stop()
+    hws_after = high_watermarks(cluster.bootstrap, topic)
+    print(f"leader epochs {epochs_before} -> {epochs_after}; high watermarks {hws_before} -> "
+          f"{hws_after}; acknowledged before the restart {acked_before}")
+    assert all(epochs_after[p] >= epochs_before[p] for p in epochs_before), (epochs_before, epochs_after)
+    assert all(hws_after[p] >= hws_before[p] for p in hws_before), (hws_before, hws_after)
+    assert not producer.failures, producer.summary()
+    assert_check(cluster.bootstrap, producer)
+    cluster.wait_replicas_agree(topic)
