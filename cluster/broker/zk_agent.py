@@ -19,6 +19,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from kafkactl.cluster.admin import topics as admin_topics
+from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
 from kafkactl.cluster.broker.replica_manager import PartitionStateConflict, PartitionStateStore
 from kafkactl.cluster.zk import codecs, layout
@@ -249,6 +250,12 @@ class ZkAgent:
         return configs
 
     # --- topic creation (auto-create)
+
+    def auto_create_topic(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        """Kafka's assignment over the brokers registered now; AssignmentError if impossible."""
+        brokers = [BrokerInfo(b.broker_id, b.rack)
+                   for b in admin_topics.live_brokers(self.client, ZK_CALL_TIMEOUT_S)]
+        return self.create_topic(topic, assign_replicas(brokers, partitions, replication_factor), {})
 
     def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> bool:
         """Auto-creation, the Kafka way; False if the topic exists already."""

@@ -7,7 +7,7 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo, assign_replicas
+from kafkactl.cluster.admin.replica_assignment import AssignmentError
 from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
@@ -87,14 +87,15 @@ def _missing_topic_error(services, snapshot, name: str, allow_auto_create: bool)
     config = services.config
     if not (allow_auto_create and config.auto_create_topics_enable) or name in snapshot.deleting_topics:
         return ErrorCode.unknown_topic_or_partition
-    brokers = [BrokerInfo(b.broker_id, b.rack) for b in snapshot.brokers.values()]
     try:
-        assignment = assign_replicas(brokers, config.num_partitions, config.default_replication_factor)
+        # The live brokers come from ZooKeeper, as Kafka's AdminZkClient does:
+        # this broker's metadata may not list a broker that just started.
+        created = services.zk_agent.auto_create_topic(
+            name, config.num_partitions, config.default_replication_factor)
     except AssignmentError as error:
         log.warning("cannot auto-create topic %s: %s", name, error)
         return ErrorCode.invalid_replication_factor
-    created = services.zk_agent.create_topic(name, assignment, {})
     if created:
-        log.info("auto-created topic %s with %s partitions", name, len(assignment))
+        log.info("auto-created topic %s with %s partitions", name, config.num_partitions)
     # Kafka answers LEADER_NOT_AVAILABLE while the new topic's leaders are elected.
     return ErrorCode.leader_not_available
