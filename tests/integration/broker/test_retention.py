@@ -99,7 +99,9 @@ def test_retention_ms_deletes_expired_segments_only(start_cluster):
     _produce(bootstrap, fresh, count)
     old_dir, fresh_dir = partition_dir(status, old), partition_dir(status, fresh)
     fresh_segments = segment_files(fresh_dir)
-    assert len(fresh_segments) > 3 and len(segment_files(old_dir)) > 3
+    # The old topic's segments may already be gone here (retention runs every
+    # 500 ms); that they existed and went shows as active_base > 0 below.
+    assert len(fresh_segments) > 3
 
     # Every expired segment goes except the active one, which is never deleted.
     remaining = wait_until(lambda: len(segment_files(old_dir)) == 1 and _no_deleted_files(old_dir)

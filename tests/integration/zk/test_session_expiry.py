@@ -82,8 +82,12 @@ def test_paused_broker_reregisters_and_leads_again(start_cluster):
         assert stat.czxid != first_epoch, "a new registration carries a new broker epoch"
         wait_for(lambda: zk.exists(layout.CONTROLLER), 20, "a controller again")
         assert codecs.decode_controller_epoch(zk.get(layout.CONTROLLER_EPOCH)[0]) == 2
-        state = codecs.decode_partition_state(state_path, zk.get(state_path)[0])
-        assert state.leader == 1 and state.isr == [1] and state.leader_epoch >= first_leader_epoch
+        # The new controller may read the brokers before the broker registered
+        # again and mark the partition offline; the registration then elects it.
+        state = wait_for(
+            lambda: (s := codecs.decode_partition_state(state_path, zk.get(state_path)[0])).leader == 1 and s,
+            20, "broker 1 to lead again")
+        assert state.isr == [1] and state.leader_epoch >= first_leader_epoch
     finally:
         zk.stop()
         zk.close()

@@ -120,11 +120,14 @@ def test_help_and_completion(capsys):
 
 
 def test_console_script_help_is_fast_and_imports_nothing_heavy():
-    start = time.monotonic()
-    done = subprocess.run([str(KAFKACTL), "--help"], capture_output=True, text=True, timeout=30)
-    elapsed_s = time.monotonic() - start
-    assert done.returncode == 0
-    assert elapsed_s < 0.3 * 3  # 0.3 s is the target; allow for a loaded test machine
+    # The fastest of five runs: other work on a shared machine only ever adds time.
+    times_s = []
+    for _ in range(5):
+        start = time.monotonic()
+        done = subprocess.run([str(KAFKACTL), "--help"], capture_output=True, text=True, timeout=30)
+        times_s.append(time.monotonic() - start)
+        assert done.returncode == 0
+    assert min(times_s) < 0.3 * 2, times_s  # 0.3 s is the target; allow for a loaded test machine
     probe = ("import sys; from kafkactl.cli.main import main; "
              "heavy = [m for m in ('kazoo', 'kio', 'tabulate', 'kafkactl.cluster.broker', "
              "'kafkactl.cluster.local') if m in sys.modules]; print(heavy)")
