@@ -269,9 +269,27 @@ class BenchCluster:
                    and answers[p][2] == states[p].leader_epoch for p in parts)
 
     def wait_quiet(self, topic: str, assignment: dict[int, list[int]], timeout_s: float) -> None:
-        """Every partition led by its first replica, every replica in the ISR and applied."""
-        self.wait_states(topic, assignment, lambda p: assignment[p][0], "steady state", timeout_s)
-        self.wait_applied(topic, assignment, "steady state", timeout_s)
+        """Every partition led by its first replica with every replica in the ISR, applied by every
+        broker, no ISR change notification waiting for the controller, and nothing changing for a
+        few seconds. (After creating thousands of partitions the brokers are busy long enough for
+        followers to drop out of ISRs and come back, and the controller works through one
+        notification per change.)"""
+        deadline = time.monotonic() + timeout_s
+        settle_s = min(max(len(assignment) / 1000, 1.0), 10.0)
+        while True:
+            self.wait_states(topic, assignment, lambda p: assignment[p][0], "steady state", timeout_s)
+            self.wait_applied(topic, assignment, "steady state", timeout_s)
+            while self.zk.get_children("/isr_change_notification"):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("steady state: ISR change notifications are not being consumed")
+                time.sleep(0.5)
+            versions = {p: s.version for p, s in self.states(topic, assignment).items()}
+            time.sleep(settle_s)
+            again = self.states(topic, assignment)
+            if all(again[p].version == v for p, v in versions.items()):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"steady state: partition states still changing after {timeout_s:.0f} s")
 
     def elect_preferred(self, topic: str, assignment: dict[int, list[int]], timeout_s: float) -> int:
         """Preferred replica election until every partition is led by its first replica; returns how
@@ -405,7 +423,7 @@ def runs_ms(values) -> str:
 class FailoverRun:
     partitions: int
     detection_s: float          # kill -> /brokers/ids/L deleted (watch)
-    election_s: float           # deleted -> the last partition's state znode changed (watches)
+    election_s: float           # deleted -> the last election write (state znode mtime, see below)
     serving_s: float            # deleted -> every partition answered ListOffsets at the new leader
     first_write_s: float        # deleted -> the first one changed
     controller_noticed_s: float | None  # deleted -> controller logged the new broker list
@@ -417,6 +435,8 @@ class FailoverRun:
     broker_fds: int = 0
     broker_rss_mib: float = 0.0
     date: str = ""
+    election_watch_s: float | None = None   # the same seen through the watches (our client's delay added)
+    idle_cores: dict = field(default_factory=dict)   # each broker's CPU before the kill, nothing to do
 
 
 def setup_timeout_s(n: int) -> float:
@@ -467,24 +487,33 @@ def failover_bench(root: Path, cases: list[tuple[int, int]], log=print,
                     f"{ms(run.election_s)} ms, serving {ms(run.serving_s)} ms after the znode deletion")
         finally:
             bc.close()
-    return {"runs": results, "setup": setup}
+    return {"runs": results, "setup": setup, "commit": code_version()}
 
 
 def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: int,
                   controller: int, profile_dir: Path | None = None) -> FailoverRun:
     assignment = {p: [leader, follower, controller] for p in range(n)}
     bc.refresh()
-    bc.wait_quiet(topic, assignment, setup_timeout_s(n))
-    changed_at: dict[int, float] = {}
+    new_leader = bc.broker(follower)
+    profilers = start_profilers(profile_dir, f"failover-{n}", {"new-leader": new_leader.pid,
+                                                               "controller": bc.broker(controller).pid})
 
-    def watch_for(p: int):
+    def watch_for(p: int, sink: dict[int, float]):
         def on_change(event) -> None:
-            changed_at.setdefault(p, time.time())
+            sink.setdefault(p, time.time())
         return on_change
 
-    before = bc.states(topic, range(n), watch_for)   # one data watch per state znode
-    if any(s is None or s.leader != leader or len(s.isr) != 3 for s in before.values()):
-        raise RuntimeError(f"broker {leader} does not lead every partition of {topic} with a full ISR")
+    for attempt in range(10):      # until the states stay put while the watches are set
+        bc.wait_quiet(topic, assignment, setup_timeout_s(n))
+        idle = brokers_cpu(bc, IDLE_WINDOW_S)
+        changed_at: dict[int, float] = {}
+        before = bc.states(topic, range(n), lambda p, sink=changed_at: watch_for(p, sink))
+        if not changed_at and all(s is not None and s.leader == leader and len(s.isr) == 3
+                                  for s in before.values()):
+            break
+    else:
+        stop_profilers(profilers)
+        raise RuntimeError(f"broker {leader} does not keep leading every partition of {topic} with a full ISR")
     fds, rss = open_fds(bc.broker(leader).pid), rss_mib(bc.broker(leader).pid)
     deleted = threading.Event()
     deleted_at: list[float] = []
@@ -498,16 +527,14 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
         raise RuntimeError(f"broker {leader} is not registered")
     controller_log, leader_log = bc.broker(controller).log_file, bc.broker(follower).log_file
     controller_offset, leader_offset = log_size(controller_log), log_size(leader_log)
-    new_leader = bc.broker(follower)
     client = broker_client(new_leader.host, new_leader.port)
     client.request(_api_versions())             # connected before the clock starts
-    profilers = start_profilers(profile_dir, f"failover-{n}", {"new-leader": new_leader.pid,
-                                                               "controller": bc.broker(controller).pid})
     try:
         t_kill = time.time()
         bc.cluster.kill_broker(leader)
-        if changed_at:
-            raise RuntimeError(f"{len(changed_at)} partition states changed before the kill (ISR changes?)")
+        early = [p for p, t in changed_at.items() if t < t_kill]
+        if early:
+            raise RuntimeError(f"{len(early)} partition states changed just before the kill (ISR changes?)")
         if not deleted.wait(60):
             raise RuntimeError(f"/brokers/ids/{leader} was not deleted within 60 s of the kill")
         t_deleted = deleted_at[0]
@@ -532,12 +559,19 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
     sent = matching(controller_lines, rf"LeaderAndIsr to broker {follower} \(")
     became = matching(leader_lines, rf"^{re.escape(topic)}-\d+: leader at epoch")
     rel = lambda t: None if t is None else t - t_deleted  # noqa: E731
+    # When the election wrote each state znode: its mtime (ZooKeeper's clock, ms) if nothing wrote it
+    # since (one version up); else the watch's first event (an upper bound: the watch events reach
+    # this process one by one, and with thousands of them it lags by up to a few hundred ms).
+    written = {p: after[p].mtime_s if after[p].version == before[p].version + 1 else changed_at[p]
+               for p in range(n)}
     return FailoverRun(
         partitions=n,
         detection_s=t_deleted - t_kill,
-        election_s=max(changed_at.values()) - t_deleted,
+        election_s=max(written.values()) - t_deleted,
+        election_watch_s=max(changed_at.values()) - t_deleted,
         serving_s=t_served - t_deleted,
-        first_write_s=min(changed_at.values()) - t_deleted,
+        first_write_s=min(written.values()) - t_deleted,
+        idle_cores=idle,
         controller_noticed_s=rel(noticed.t if noticed else None),
         leader_and_isr_sent_s=rel(sent[-1].t if sent else None),
         leader_log_first_s=rel(became[0].t if became else None),
@@ -547,6 +581,31 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
         broker_rss_mib=rss,
         date=now_text(),
     )
+
+
+def code_version() -> str:
+    """The commit measured (and whether cluster/ had uncommitted changes)."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "cluster"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return f"{head}{' + uncommitted changes in cluster/' if dirty else ''}" if head else "?"
+
+
+IDLE_WINDOW_S = 3.0
+
+
+def brokers_cpu(bc: BenchCluster, seconds: float) -> dict[str, float]:
+    """Cores each broker process uses over `seconds` (the cluster idle: no client traffic)."""
+    pids = {str(b.id): b.pid for b in bc.status.brokers if b.pid}
+    before = {b: throughput.process_cpu_s(pid) for b, pid in pids.items()}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - t0
+    return {b: round((throughput.process_cpu_s(pid) - before[b]) / elapsed, 3) for b, pid in pids.items()}
 
 
 def now_text() -> str:
@@ -620,7 +679,7 @@ def failover_table(data: dict) -> list[str]:
         "| election: → every state znode names the new leader | serving: → every partition answers "
         "ListOffsets at the new leader | aim: served < 1 s after the deletion | measured |",
         "|---:|---:|---:|---:|---:|---|---|",
-    ]
+    ]  # "measured": date and commit of the last run
     for n, runs in data["runs"].items():
         serving = med(r.serving_s for r in runs)
         verdict = "met" if serving < 1.0 else f"not met ({serving:.1f} s)"
@@ -628,14 +687,21 @@ def failover_table(data: dict) -> list[str]:
                      f"({runs_ms(r.detection_s for r in runs)}) "
                      f"| {ms(med(r.election_s for r in runs))} ms ({runs_ms(r.election_s for r in runs)}) "
                      f"| {ms(serving)} ms ({runs_ms(r.serving_s for r in runs)}) | {verdict} "
-                     f"| {runs[-1].date} |")
+                     f"| {runs[-1].date}, {data.get('commits', {}).get(n, data.get('commit', '?'))} |")
     return lines
+
+
+def idle_text(runs: list[FailoverRun]) -> str:
+    brokers = sorted({b for r in runs for b in r.idle_cores})
+    if not brokers:
+        return "–"
+    return " ".join(f"{med(r.idle_cores.get(b) for r in runs):.2f}" for b in brokers)
 
 
 def failover_steps_table(data: dict) -> list[str]:
     lines = [
-        "| partitions | controller logs the new broker list | first state znode changed "
-        "| last state znode changed | LeaderAndIsr to the new leader logged | new leader logs its first "
+        "| partitions | controller logs the new broker list | first state znode written "
+        "| last state znode written | LeaderAndIsr to the new leader logged | new leader logs its first "
         "/ last \"leader at epoch\" | every partition answers | ms per partition at the new leader "
         "| probe requests |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -654,14 +720,16 @@ def failover_steps_table(data: dict) -> list[str]:
 
 def failover_setup_table(data: dict) -> list[str]:
     lines = ["| partitions | topic in ZooKeeper / applied by every broker | killed broker's open files / RSS "
-             "| restart after kill -9 | until its replicas are back in every ISR | preferred election |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "| CPU of the idle brokers (cores, per broker) | restart after kill -9 "
+             "| until its replicas are back in every ISR | preferred election |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     for n, runs in data["runs"].items():
         restores = [r.restore for r in runs if r.restore]
         restore = lambda key: f"{med(x[key] for x in restores):.1f} s" if restores else "–"  # noqa: E731
         setup = data["setup"][n]
         lines.append(f"| {n:,} | {setup.get('create_zk_s', float('nan')):.1f} s / {setup['create_s']:.1f} s "
                      f"| {med(r.broker_fds for r in runs):,.0f} / {med(r.broker_rss_mib for r in runs):,.0f} MiB "
+                     f"| {idle_text(runs)} "
                      f"| {restore('restart_s')} | {restore('isr_full_s')} | {restore('preferred_s')} |")
     return lines
 
@@ -782,7 +850,7 @@ def produce_bench(root: Path, runs: int, log=print) -> dict:
             log(f"produce: one acks=-1 request at a time, RF {rf}, {records} records: "
                 f"{commit[-1]['requests_per_s']:,.0f} requests/s, p50 {commit[-1]['p50_ms']:.2f} ms")
         return {"figures": figures, "latency": latency, "full_rate": rate, "isr_changes": isr_changes,
-                "commit": commit, "date": now_text()}
+                "commit": commit, "date": now_text(), "code": code_version()}
     finally:
         bc.close()
 
@@ -988,7 +1056,8 @@ def shutdown_bench(root: Path, n: int, runs: int, log=print) -> dict:
             r = results[-1]
             log(f"  run {index + 1}/{runs}: SIGTERM to exit {ms(r.total_s)} ms, of which the controlled "
                 f"shutdown request {ms(r.request_s)} ms")
-        return {"runs": results, "create_s": create_s, "partitions": n, "date": now_text()}
+        return {"runs": results, "create_s": create_s, "partitions": n, "date": now_text(),
+                "code": code_version()}
     finally:
         bc.close()
 
@@ -1084,7 +1153,8 @@ def _jsonable(value):
 def store_failover(store: dict, data: dict, nofile: str) -> None:
     entries = store.setdefault("failover", {})
     for n, runs in data["runs"].items():
-        entries[str(n)] = {"runs": [vars(r) for r in runs], "setup": data["setup"][n], "nofile": nofile}
+        entries[str(n)] = {"runs": [vars(r) for r in runs], "setup": data["setup"][n], "nofile": nofile,
+                           "commit": data.get("commit", "?")}
 
 
 def failover_data(store: dict) -> dict | None:
@@ -1094,7 +1164,8 @@ def failover_data(store: dict) -> dict | None:
     ordered = sorted(entries.items(), key=lambda item: int(item[0]))
     return {"runs": {int(n): [FailoverRun(**r) for r in e["runs"]] for n, e in ordered},
             "setup": {int(n): e["setup"] for n, e in ordered},
-            "nofile": {int(n): e.get("nofile", "") for n, e in ordered}}
+            "nofile": {int(n): e.get("nofile", "") for n, e in ordered},
+            "commits": {int(n): e.get("commit", "?") for n, e in ordered}}
 
 
 def produce_data(store: dict) -> dict | None:
@@ -1174,7 +1245,8 @@ def produce_section(data: dict) -> list[str]:
     return [
         "## 2. Produce with replication factor 3, acks=-1, min.insync.replicas=2",
         "",
-        f"Measured {data['date']}; {runs} rounds, each: the limits, then every case once (rotated); "
+        f"Measured {data['date']} at commit {data.get('code', '?')}; {runs} rounds, each: the limits, then "
+        "every case once (rotated); "
         "medians. 3 brokers on this machine; every case writes into a new topic.",
         "",
         *produce_table(data),
@@ -1227,7 +1299,8 @@ def shutdown_section(data: dict) -> list[str]:
     return [
         f"## 3. Controlled shutdown of a broker leading {data['partitions']:,} partitions",
         "",
-        f"Measured {data['date']}; {len(data['runs'])} runs, medians (every run in brackets, ms). One topic of "
+        f"Measured {data['date']} at commit {data.get('code', '?')}; {len(data['runs'])} runs, medians (every "
+        f"run in brackets, ms). One topic of "
         f"{data['partitions']:,} partitions, replicas [L, F, C], L not the controller; creating it (until "
         f"every broker had applied it) took {data['create_s']:.1f} s.{restore}",
         "",

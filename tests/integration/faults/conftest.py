@@ -45,3 +45,8 @@ def faults(start_cluster, request):
         if failed is not None and failed.failed:
             print(fault_cluster.diagnostics())
         fault_cluster.close()
+    if failed is not None and failed.failed:
+        for producer in faults_support.PRODUCERS:
+            print(f"producer {producer.topic}: {producer.summary()}; librdkafka log (last 80):")
+            print("\n".join(producer.log_ring.tail()))
+    faults_support.PRODUCERS.clear()

@@ -14,13 +14,14 @@ that no value is in the log twice, and that the log keeps produce order.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import struct
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -289,9 +290,22 @@ class FaultCluster:
             lines += [line for line in text.splitlines() if "controller.controller: controller" in line]
         return sorted(lines)[-limit:]
 
+    def warning_lines(self, limit: int = 40) -> list[str]:
+        """WARNING and ERROR lines of every broker log, by time."""
+        lines = []
+        for broker in self.status.brokers:
+            try:
+                text = Path(broker.log_file).read_text(errors="replace")
+            except OSError:
+                continue
+            lines += [f"[{broker.id}] {line}" for line in text.splitlines()
+                      if " WARNING " in line or " ERROR " in line]
+        return sorted(lines, key=lambda line: line.split("] ", 1)[1])[-limit:]
+
     def diagnostics(self) -> str:
         return "\n".join([f"cluster dir: {self.cluster.root}", "controller log lines (last 60):",
-                          *self.controller_lines()])
+                          *self.controller_lines(), "broker warnings (last 40):",
+                          *self.warning_lines()])
 
 
 # ---- segment files ------------------------------------------------------------
@@ -333,6 +347,27 @@ def partition_batches(log_dirs, topic: str, partition: int) -> list[tuple[int, i
 
 # ---- the producer -------------------------------------------------------------
 
+# Every LoadProducer of the running test, so the teardown of a failed test can
+# print what their clients logged (conftest clears it after each test).
+PRODUCERS: list["LoadProducer"] = []
+
+
+class RingLogger(logging.Logger):
+    """A logger that keeps its last `capacity` formatted records in memory."""
+
+    def __init__(self, name: str, capacity: int = 300) -> None:
+        super().__init__(name, logging.DEBUG)
+        self.propagate = False
+        self.lines: deque[str] = deque(maxlen=capacity)
+        handler = logging.Handler()
+        handler.emit = lambda record: self.lines.append(
+            f"{time.strftime('%H:%M:%S', time.localtime(record.created))}"
+            f".{int(record.msecs):03d} {record.getMessage()}")
+        self.addHandler(handler)
+
+    def tail(self, limit: int = 80) -> list[str]:
+        return list(self.lines)[-limit:]
+
 @dataclass(frozen=True)
 class Ack:
     seq: int
@@ -358,6 +393,7 @@ class LoadProducer:
         self.topic = topic
         self.partitions = partitions
         self.rate = rate
+        self.log_ring = RingLogger(f"load-producer-{topic}")
         settings = {
             "bootstrap.servers": bootstrap,
             "acks": "all",
@@ -371,9 +407,15 @@ class LoadProducer:
             "reconnect.backoff.max.ms": 500,
             "socket.connection.setup.timeout.ms": 3000,
             "topic.metadata.refresh.interval.ms": 2000,
+            # The idempotence state machine's log (PID, epoch bumps, drains) is
+            # what explains a producer that stops making progress; kept in a
+            # ring buffer and printed when a test fails.
+            "debug": "eos",
+            "logger": self.log_ring,
         }
         settings.update(config or {})
         self.producer = Producer(settings)
+        PRODUCERS.append(self)
         self.lock = threading.Lock()
         self.sent_at: list[float] = []        # index: seq
         self.acks: list[Ack] = []
