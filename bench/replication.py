@@ -428,8 +428,8 @@ class FailoverRun:
     first_write_s: float        # deleted -> the first one changed
     controller_noticed_s: float | None  # deleted -> controller logged the new broker list
     leader_and_isr_sent_s: float | None  # deleted -> controller logged LeaderAndIsr to the new leader
-    leader_log_first_s: float | None    # deleted -> new leader logged its first "leader at epoch"
-    leader_log_last_s: float | None     # ... and its last
+    leader_log_first_s: float | None    # deleted -> new leader began applying LeaderAndIsr
+    leader_log_last_s: float | None     # ... and logged "leader of N partitions" for all of them
     probe_requests: int
     restore: dict = field(default_factory=dict)
     broker_fds: int = 0
@@ -557,7 +557,9 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
     leader_lines = read_log(leader_log, leader_offset)
     noticed = first(controller_lines, rf"live brokers now \[(?!.*\b{leader}\b)")
     sent = matching(controller_lines, rf"LeaderAndIsr to broker {follower} \(")
-    became = matching(leader_lines, rf"^{re.escape(topic)}-\d+: leader at epoch")
+    # One line per LeaderAndIsr applied: "leader of N partitions (took T ms): <topic>-..."
+    became = [line for line in matching(leader_lines, r"leader of \d+ partitions \(took [\d.]+ ms\): ")
+              if f" {topic}-" in line.message]
     rel = lambda t: None if t is None else t - t_deleted  # noqa: E731
     # When the election wrote each state znode: its mtime (ZooKeeper's clock, ms) if nothing wrote it
     # since (one version up); else the watch's first event (an upper bound: the watch events reach
@@ -574,13 +576,21 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
         idle_cores=idle,
         controller_noticed_s=rel(noticed.t if noticed else None),
         leader_and_isr_sent_s=rel(sent[-1].t if sent else None),
-        leader_log_first_s=rel(became[0].t if became else None),
-        leader_log_last_s=rel(became[-1].t if len(became) >= n else None),
+        leader_log_first_s=rel(became[0].t - took_s(became[0].message) if became else None),
+        leader_log_last_s=rel(became[-1].t if sum(led_count(x.message) for x in became) >= n else None),
         probe_requests=requests,
         broker_fds=fds,
         broker_rss_mib=rss,
         date=now_text(),
     )
+
+
+def took_s(text: str) -> float:
+    return float(re.search(r"\(took ([\d.]+) ms\)", text).group(1)) / 1000
+
+
+def led_count(text: str) -> int:
+    return int(re.search(r"leader of (\d+) partitions", text).group(1))
 
 
 def code_version() -> str:
@@ -701,8 +711,8 @@ def idle_text(runs: list[FailoverRun]) -> str:
 def failover_steps_table(data: dict) -> list[str]:
     lines = [
         "| partitions | controller logs the new broker list | first state znode written "
-        "| last state znode written | LeaderAndIsr to the new leader logged | new leader logs its first "
-        "/ last \"leader at epoch\" | every partition answers | ms per partition at the new leader "
+        "| last state znode written | LeaderAndIsr to the new leader logged | new leader starts / ends "
+        "applying it | every partition answers | ms per partition at the new leader "
         "| probe requests |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -1229,7 +1239,8 @@ def failover_section(data: dict) -> list[str]:
         "partition, over one connection opened before the kill: 16 spread partitions are asked every 10 ms, "
         "the rest once those answer",
         "- the steps: log lines of the controller (`live brokers now [...]`, `LeaderAndIsr to broker F`) and "
-        "of F (`<topic>-<p>: leader at epoch ...`, one per partition as it takes over)",
+        "of F (`leader of N partitions (took T ms): ...`, one per LeaderAndIsr applied; its start is the "
+        "line's time minus T)",
         "- before each run: every partition led by L with all 3 replicas in the ISR, and every broker "
         "answering at the current leader epoch; between runs L is restarted (`LocalCluster.up()`), rejoins "
         "every ISR, and a preferred replica election (`/admin/preferred_replica_election`) makes it leader "

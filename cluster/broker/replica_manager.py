@@ -264,8 +264,8 @@ class Partition:
         # the LEO is committed only once every ISR member has it.
         self.high_watermark = min(self.high_watermark, log_end_offset)
         self._maybe_advance_high_watermark()
-        log.info("%s-%s: leader at epoch %s, isr %s, high watermark %s, log end %s", self.topic,
-                 self.index, self.leader_epoch, list(self.isr), self.high_watermark, log_end_offset)
+        log.debug("%s-%s: leader at epoch %s, isr %s, high watermark %s, log end %s", self.topic,
+                  self.index, self.leader_epoch, list(self.isr), self.high_watermark, log_end_offset)
 
     def _reset_followers(self, now_ms: int, is_new_leader: bool) -> None:
         followers = {}
@@ -587,9 +587,12 @@ class ReplicaManager:
             return
         # First stop fetching: nothing from the old leader may be appended
         # once this broker appends as leader.
+        started = time.monotonic()
         self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in leading])
         for partition, state in leading:
             partition.make_leader(state, now_ms)
+        log.info("leader of %d partitions (took %.0f ms): %s", len(leading),
+                 (time.monotonic() - started) * 1000, summarize(leading))
 
     def _make_followers(self, following: list[tuple[Partition, LeaderAndIsrPartition]]) -> None:
         if not following:
@@ -598,8 +601,8 @@ class ReplicaManager:
         by_leader: dict[int, list[PartitionFetchState]] = {}
         for partition, state in following:
             partition.make_follower(state)
-            log.info("%s-%s: following broker %s at epoch %s", state.topic, state.partition,
-                     state.leader, state.leader_epoch)
+            log.debug("%s-%s: following broker %s at epoch %s", state.topic, state.partition,
+                      state.leader, state.leader_epoch)
             if state.leader < 0:
                 continue  # no leader: nothing to fetch until one is elected
             if state.leader not in self._broker_endpoints:
@@ -610,6 +613,7 @@ class ReplicaManager:
                 PartitionFetchState(partition, state.leader, state.leader_epoch))
         for leader_id, states in by_leader.items():
             self.fetchers.add_partitions(leader_id, self._broker_endpoints[leader_id], states)
+        log.info("follower of %d partitions: %s", len(following), summarize(following))
 
     def _delete_partition(self, key: tuple[str, int]) -> ErrorCode:
         with self._partitions_lock:
@@ -933,6 +937,14 @@ def _check_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode |
     if current_leader_epoch < partition.leader_epoch:
         return ErrorCode.fenced_leader_epoch
     return ErrorCode.unknown_leader_epoch
+
+
+def summarize(changes: list[tuple[Partition, LeaderAndIsrPartition]], limit: int = 5) -> str:
+    """The first few of a role change, for one log line per request instead
+    of one per partition (thousands of lines on a failover)."""
+    shown = ", ".join(f"{s.topic}-{s.partition} (leader {s.leader}, epoch {s.leader_epoch})"
+                      for _, s in changes[:limit])
+    return shown + (f" and {len(changes) - limit} more" if len(changes) > limit else "")
 
 
 def monotonic_deadline(timeout_ms: int) -> float:

@@ -48,6 +48,9 @@ class RequestBatch:
         self._stop.setdefault((broker_id, delete), set()).add(tp)
 
     def build(self, ctx: ControllerContext) -> tuple[BrokerRequest, ...]:
+        # Every broker gets the same entry for a partition: build it once
+        # (a failover sends 10,000s of entries to each broker).
+        self._entries: dict[tuple, object] = {}
         requests: list[BrokerRequest] = []
         brokers = set(self._leader_and_isr) | set(self._metadata) | {b for b, _ in self._stop}
         for broker_id in sorted(brokers):
@@ -62,14 +65,14 @@ class RequestBatch:
         if broker_id in self._leader_and_isr:
             wanted = self._leader_and_isr[broker_id]
             partitions = tuple(p for tp in sorted(wanted)
-                               if (p := leader_and_isr_partition(ctx, tp, wanted[tp])) is not None)
+                               if (p := self._entry(leader_and_isr_partition, ctx, tp, wanted[tp])) is not None)
             if partitions or broker_id in self._full:
                 out.append(LeaderAndIsr(broker_id, epoch, ctx.controller_id, ctx.controller_epoch,
                                         partitions, live_leaders(ctx, partitions),
                                         full=broker_id in self._full))
         if broker_id in self._metadata:
             partitions = tuple(p for tp in sorted(self._metadata[broker_id])
-                               if (p := update_metadata_partition(ctx, tp)) is not None)
+                               if (p := self._entry(update_metadata_partition, ctx, tp)) is not None)
             out.append(UpdateMetadata(broker_id, epoch, ctx.controller_id, ctx.controller_epoch,
                                       partitions, tuple(ctx.live_brokers[b] for b in sorted(ctx.live_brokers))))
         for delete in (False, True):
@@ -80,6 +83,13 @@ class RequestBatch:
                 out.append(StopReplica(broker_id, epoch, ctx.controller_id, ctx.controller_epoch,
                                        partitions, delete))
         return out
+
+
+    def _entry(self, make, ctx: ControllerContext, tp: TopicPartition, *flags):
+        key = (make.__name__, tp, *flags)
+        if key not in self._entries:
+            self._entries[key] = make(ctx, tp, *flags)
+        return self._entries[key]
 
 
 def leader_and_isr_partition(ctx: ControllerContext, tp: TopicPartition,

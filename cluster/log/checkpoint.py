@@ -8,7 +8,9 @@ log dir) hold `topic partition offset`; the leader-epoch checkpoint reuses
 the same frame with `epoch startOffset` entries.
 
 A write goes to `<name>.tmp`, is fsynced, renamed over the file, and the
-directory is fsynced, so a crash leaves either the old or the new file.
+directory is fsynced, so a crash leaves either the old or the new file. A
+caller that can rebuild what a crash loses may write without the fsyncs and
+make the file durable later (`fsync_file`), off its critical path.
 """
 
 from __future__ import annotations
@@ -38,19 +40,33 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str, data: bytes) -> None:
+def fsync_file(path: str) -> None:
+    """Make a file written without fsync durable, with its name."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def write_atomically(path: str, data: bytes, durable: bool = True) -> None:
+    """Replace `path` with `data` through a renamed temp file; with `durable`,
+    fsync the file before the rename and the directory after it."""
     tmp_path = path + TMP_SUFFIX
     with open(tmp_path, "wb") as file:
         file.write(data)
         file.flush()
-        os.fsync(file.fileno())
+        if durable:
+            os.fsync(file.fileno())
     os.replace(tmp_path, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if durable:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
-def write_checkpoint(path: str, lines: list[str]) -> None:
+def write_checkpoint(path: str, lines: list[str], durable: bool = True) -> None:
     text = f"{CHECKPOINT_VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
-    write_atomically(path, text.encode())
+    write_atomically(path, text.encode(), durable)
 
 
 def read_checkpoint(path: str, parse_entry: Callable[[list[str]], Entry],

@@ -2,8 +2,16 @@
 
 Persisted as `leader-epoch-checkpoint` in the partition dir, Kafka's format:
 version `0`, entry count, then `epoch startOffset` lines. Every change is
-written atomically (tmp file, fsync, rename); changes happen only when the
-leader changes or the log is truncated, so writing on each is cheap.
+written atomically (tmp file, rename). Truncations are written and fsynced
+at once. A new epoch (`assign`) is only noted: a broker taking over
+thousands of leaderships would otherwise spend milliseconds per partition in
+file writes and fsyncs before serving any of them (Kafka moved the fsync off
+the same path, KAFKA-15046). The log's periodic task writes noted entries
+(`write_if_dirty`), and the log makes the file durable (`take_unsynced`)
+before it moves its recovery point. Recovery after a crash re-reads the
+epochs of every batch above the recovery point, so a crash can only lose the
+entry of an epoch that has no batch in the log, which answers no
+OffsetForLeaderEpoch differently.
 
 Entries are kept strictly increasing in both epoch and start offset. The
 caller (Log) serialises access under its lock.
@@ -40,6 +48,8 @@ class LeaderEpochCache:
     def __init__(self, path: str | None, entries: list[EpochEntry] | None = None) -> None:
         self.path = path
         self._entries: list[EpochEntry] = list(entries or ())
+        self._dirty = False      # entries not written to the file yet
+        self._unsynced = False   # the file holds entries not yet fsynced
 
     @classmethod
     def load(cls, path: str) -> LeaderEpochCache:
@@ -85,7 +95,7 @@ class LeaderEpochCache:
             log.warning("%s: epoch %d at %d replaces entries %s", self.path, epoch, start_offset,
                         self._entries[len(kept):])
         self._entries = kept + [EpochEntry(epoch, start_offset)]
-        self._flush()
+        self._dirty = True
         return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -145,14 +155,33 @@ class LeaderEpochCache:
         self._entries = []
         self._flush()
 
-    def persist(self) -> None:
+    def persist(self, durable: bool = True) -> None:
         """Write the checkpoint file now."""
-        self._flush()
+        self._flush(durable)
 
-    def _flush(self) -> None:
+    def write_if_dirty(self) -> bool:
+        """Write entries noted by `assign` (without fsync); True if it wrote."""
+        if not self._dirty:
+            return False
+        self._flush(durable=False)
+        return True
+
+    def take_unsynced(self) -> str | None:
+        """Write what is noted, and return the file's path if it was written
+        without fsync since the last call (the caller fsyncs it, e.g. with
+        checkpoint.fsync_file); None if it is durable already."""
+        self.write_if_dirty()
+        if not self._unsynced or self.path is None:
+            return None
+        self._unsynced = False
+        return self.path
+
+    def _flush(self, durable: bool = True) -> None:
+        self._dirty = False
         if self.path is None:
             return
-        write_checkpoint(self.path, [f"{e.epoch} {e.start_offset}" for e in self._entries])
+        write_checkpoint(self.path, [f"{e.epoch} {e.start_offset}" for e in self._entries], durable)
+        self._unsynced = not durable
 
 
 def remove_epoch_checkpoint(dir_path: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
-from kafkactl.cluster.log.checkpoint import TMP_SUFFIX, fsync_dir
+from kafkactl.cluster.log.checkpoint import TMP_SUFFIX, fsync_dir, fsync_file
 from kafkactl.cluster.log.config import LogConfig
 from kafkactl.cluster.log.errors import (
     CheckpointFormatError,
@@ -107,6 +107,7 @@ class Log:
         self._truncations = 0  # bumped by truncation, so a flush racing it keeps its recovery point
         self._producer_state = ProducerStateManager()
         self._dir_dirty = False
+        self._parent_dirty = False  # a new partition dir whose name is not fsynced yet
         self._closed = False
 
     # --- opening and recovery ----------------------------------------------
@@ -122,10 +123,28 @@ class Log:
         Torn or corrupt tails are cut (a cut inside an older segment drops all
         later segments), bad or missing indexes are rebuilt, and what was
         recovered is fsynced, so the recovery point becomes the log end offset.
+
+        A new log (no partition dir yet) is created without fsyncs: it holds
+        nothing a crash could lose, and a broker becoming a replica of
+        thousands of partitions must not pay milliseconds of fsync for each.
+        Its first flush makes the dir and its files durable.
         """
-        os.makedirs(dir_path, exist_ok=True)
+        if not os.path.isdir(dir_path):
+            return cls._create(dir_path, topic, partition, config, clock_ms, log_start_offset or 0)
         log = cls(dir_path, topic, partition, config, clock_ms)
         log._load(recovery_point, clean_shutdown, log_start_offset)
+        return log
+
+    @classmethod
+    def _create(cls, dir_path: str, topic: str, partition: int, config: LogConfig,
+                clock_ms: Callable[[], int], start_offset: int) -> Log:
+        os.makedirs(dir_path)
+        log = cls(dir_path, topic, partition, config, clock_ms)
+        start_offset = max(start_offset, 0)
+        log._set_segments((LogSegment.create(dir_path, start_offset, config, clock_ms()),))
+        log._log_start_offset = log._log_end_offset = log._recovery_point = start_offset
+        log._epoch_cache.persist(durable=False)
+        log._dir_dirty = log._parent_dirty = True
         return log
 
     def _load(self, recovery_point: int, clean_shutdown: bool, log_start_offset: int | None) -> None:
@@ -598,16 +617,31 @@ class Log:
                 if s.base_offset < target and (i == len(self._segments) - 1
                                                or self._base_offsets[i + 1] > self._recovery_point)]
             dir_dirty, self._dir_dirty = self._dir_dirty, False
+            parent_dirty, self._parent_dirty = self._parent_dirty, False
+            epoch_checkpoint = self._epoch_cache.take_unsynced()
             truncations = self._truncations
         for segment in segments:
             segment.flush()
+        # The epochs of what lies below the new recovery point are never
+        # re-read from the batches after a crash: the checkpoint must hold them.
+        if epoch_checkpoint is not None:
+            fsync_file(epoch_checkpoint)
         if dir_dirty:
             fsync_dir(self.dir_path)
+        if parent_dirty:
+            fsync_dir(os.path.dirname(self.dir_path))
         with self._lock:
             if self._truncations == truncations:
                 self._recovery_point = max(self._recovery_point, target)
             if up_to_offset is None:  # only a full flush restarts the flush.ms clock
                 self._last_flush_ms = self._clock_ms()
+
+    def write_epoch_checkpoint(self) -> bool:
+        """Write leader epochs noted since the last write (no fsync; see leader_epoch)."""
+        with self._lock:
+            if self._closed:
+                return False
+            return self._epoch_cache.write_if_dirty()
 
     def flush_rolled_segments(self) -> None:
         """fsync segments rolled since the last flush (Kafka flushes on roll)."""

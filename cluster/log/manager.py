@@ -79,6 +79,9 @@ def parse_partition_dir_name(name: str) -> TopicPartition | None:
     return topic, int(partition)
 
 
+PLACEMENT_USAGE_MAX_AGE_MS = 1000
+
+
 class LogManager:
     def __init__(self, log_dirs: list[LogDir], default_config: LogConfig,
                  clock_ms: Callable[[], int]) -> None:
@@ -97,6 +100,10 @@ class LogManager:
         self._topic_configs: dict[str, LogConfig] = {}
         self._deleted_dirs: list[tuple[int, str]] = []
         self._lock_files: dict[str, int] = {}
+        # Placement reads every log's size; a LeaderAndIsr creating thousands
+        # of logs reuses one reading for up to PLACEMENT_USAGE_MAX_AGE_MS.
+        self._placement_usage: dict[str, list[int]] = {}   # path -> [used bytes, partitions]
+        self._placement_usage_ms = 0
 
     @property
     def log_dirs(self) -> list[LogDir]:
@@ -236,10 +243,16 @@ class LogManager:
 
     def _choose_dir(self, preferred_media: str | None) -> str:
         candidates = [d for d in self._dirs if d.media == preferred_media] or self._dirs
-        usage = {u.path: u for u in self._usage_locked()}
+        if len(candidates) == 1:
+            return candidates[0].path
+        now = self._clock_ms()
+        if not self._placement_usage or now - self._placement_usage_ms >= PLACEMENT_USAGE_MAX_AGE_MS:
+            self._placement_usage = {path: [used, count] for path, used, count in self._log_bytes_locked()}
+            self._placement_usage_ms = now
+        usage = self._placement_usage
         order = {d.path: i for i, d in enumerate(self._dirs)}
-        chosen = min(candidates, key=lambda d: (usage[d.path].used_bytes,
-                                               usage[d.path].partition_count, order[d.path]))
+        chosen = min(candidates, key=lambda d: (usage[d.path][0], usage[d.path][1], order[d.path]))
+        usage[chosen.path][1] += 1
         return chosen.path
 
     def dir_of(self, topic: str, partition: int) -> str | None:
@@ -321,10 +334,12 @@ class LogManager:
         return self._each_open_log(Log.delete_retained_segments)
 
     def flush_due(self, now_ms: int | None = None) -> int:
-        """fsync logs whose flush.ms elapsed, and segments rolled since the last flush."""
+        """fsync logs whose flush.ms elapsed, and segments rolled since the
+        last flush; write leader-epoch checkpoints noted meanwhile."""
         now = self._clock_ms() if now_ms is None else now_ms
 
         def flush(log: Log) -> int:
+            log.write_epoch_checkpoint()
             if now - log.last_flush_ms >= log.config.flush_ms:
                 log.flush()
                 return 1
@@ -348,17 +363,19 @@ class LogManager:
         with self._lock:
             return self._usage_locked()
 
-    def _usage_locked(self) -> list[DirUsage]:
+    def _log_bytes_locked(self) -> list[tuple[str, int, int]]:
+        """(path, bytes of logs, partition count) of every dir, in dir order."""
         used = {d.path: 0 for d in self._dirs}
         counts = {d.path: 0 for d in self._dirs}
         for topic_partition, log in self._logs.items():
             path = self._dir_of[topic_partition]
             used[path] += log.size_bytes
             counts[path] += 1
+        return [(d.path, used[d.path], counts[d.path]) for d in self._dirs]
+
+    def _usage_locked(self) -> list[DirUsage]:
         result = []
-        for log_dir in self._dirs:
-            stats = os.statvfs(log_dir.path)
-            result.append(DirUsage(log_dir.path, log_dir.media or "hdd",
-                                   stats.f_blocks * stats.f_frsize, used[log_dir.path],
-                                   counts[log_dir.path]))
+        for log_dir, (path, used, count) in zip(self._dirs, self._log_bytes_locked()):
+            stats = os.statvfs(path)
+            result.append(DirUsage(path, log_dir.media or "hdd", stats.f_blocks * stats.f_frsize, used, count))
         return result

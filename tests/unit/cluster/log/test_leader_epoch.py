@@ -23,8 +23,11 @@ def cache_with(path, *entries):
     return cache
 
 
-def test_assign_persists_in_kafka_format(path):
+def test_assign_is_written_later_in_kafka_format(path):
     cache = cache_with(path, (0, 0), (2, 10), (5, 30))
+    assert not os.path.exists(path)          # noted only: written by the log's periodic task
+    assert cache.write_if_dirty() and not cache.write_if_dirty()
+    assert cache.take_unsynced() == path and cache.take_unsynced() is None
     with open(path) as file:
         assert file.read() == "0\n3\n0 0\n2 10\n5 30\n"
     assert LeaderEpochCache.load(path).entries == cache.entries

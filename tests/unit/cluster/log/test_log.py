@@ -439,3 +439,39 @@ def test_epoch_start_assigned_on_becoming_leader(open_log, make_batch):
     assert log.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(2, 4)]
     assert log.end_offset_for_epoch(1) == (1, 4)
     assert log.end_offset_for_epoch(2) == (2, 6)
+
+
+def test_a_new_epoch_is_durable_by_the_flush_that_passes_it(open_log, make_batch, partition_dir):
+    """Becoming leader writes the epoch checkpoint without fsync; the flush
+    that moves the recovery point past the epoch's batches makes it durable,
+    and a crash before that flush rebuilds the entry from the batches."""
+    log = open_log()
+    fill(log, make_batch, 2, epoch=0)
+    log.flush()
+    durable_point = log.recovery_point
+    checkpoint = os.path.join(partition_dir, "leader-epoch-checkpoint")
+    with open(checkpoint, "rb") as file:
+        on_disk = file.read()                     # what a crash would leave
+    assert log.maybe_assign_epoch_start_offset(3, log.log_end_offset)
+    assert log.leader_epoch_cache.take_unsynced() == checkpoint
+    log.maybe_assign_epoch_start_offset(5, log.log_end_offset)
+    fill(log, make_batch, 2, epoch=5)
+    log.close()                                   # no flush: a crash
+    with open(checkpoint, "wb") as file:
+        file.write(on_disk)
+    reopened = open_log(recovery_point=durable_point, clean_shutdown=False)
+    # Epoch 3 never wrote a batch: its entry may go; epoch 5's comes back from the log.
+    assert reopened.leader_epoch_cache.entries == [EpochEntry(0, 0), EpochEntry(5, durable_point)]
+    reopened.maybe_assign_epoch_start_offset(6, reopened.log_end_offset)
+    reopened.flush()
+    assert reopened.leader_epoch_cache.take_unsynced() is None
+
+
+def test_a_new_log_is_created_without_fsync_and_made_durable_by_its_first_flush(
+        open_log, partition_dir, monkeypatch):
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")))
+    log = open_log()
+    assert synced == [] and log.log_end_offset == 0 and os.path.isdir(partition_dir)
+    log.flush()
+    assert partition_dir in synced and os.path.dirname(partition_dir) in synced

@@ -9,6 +9,7 @@ from kafkactl.cluster.log.errors import KafkaStorageError, LogDirLockedError
 from kafkactl.cluster.log.manager import (
     CLEAN_SHUTDOWN_FILE,
     LogDir,
+    PLACEMENT_USAGE_MAX_AGE_MS,
     LogManager,
     parse_partition_dir_name,
 )
@@ -49,18 +50,20 @@ def test_parse_partition_dir_name():
 
 
 def test_new_partitions_go_to_the_least_used_dir_of_the_preferred_class(make_manager, dirs,
-                                                                       make_batch):
+                                                                       make_batch, clock):
     manager = make_manager()
     manager.startup()
     first = manager.get_or_create_log("t", 0, preferred_media="ssd")
     assert manager.dir_of("t", 0) == dirs[0].path  # all empty: dir order
     append(first, make_batch, batches=3)
+    clock.advance(PLACEMENT_USAGE_MAX_AGE_MS)   # sizes are read again at most once a second
     manager.get_or_create_log("t", 1, preferred_media="ssd")
     assert manager.dir_of("t", 1) == dirs[1].path  # fewer bytes
     manager.get_or_create_log("t", 2, preferred_media="ssd")
     assert manager.dir_of("t", 2) == dirs[1].path  # still fewer bytes (both empty logs)
     append(manager.get_log("t", 1), make_batch, batches=3)
     append(manager.get_log("t", 2), make_batch, batches=3)
+    clock.advance(PLACEMENT_USAGE_MAX_AGE_MS)
     manager.get_or_create_log("t", 3, preferred_media="ssd")
     assert manager.dir_of("t", 3) == dirs[0].path
     manager.get_or_create_log("t", 4, preferred_media="hdd")
@@ -76,6 +79,15 @@ def test_ties_in_bytes_go_to_the_dir_with_fewer_partitions(make_manager, dirs):
     manager.get_or_create_log("t", 2, preferred_media="ssd")
     usage = {u.path: u for u in manager.dir_usage()}
     assert usage[dirs[0].path].partition_count == 2 and usage[dirs[1].path].partition_count == 1
+
+
+def test_many_new_partitions_between_two_size_readings_spread_by_count(make_manager, dirs):
+    manager = make_manager()
+    manager.startup()
+    for partition in range(10):
+        manager.get_or_create_log("t", partition, preferred_media="ssd")
+    usage = {u.path: u.partition_count for u in manager.dir_usage()}
+    assert (usage[dirs[0].path], usage[dirs[1].path], usage[dirs[2].path]) == (5, 5, 0)
 
 
 def test_without_a_dir_of_the_class_any_dir_is_used(make_manager, tmp_path):
