@@ -6,6 +6,9 @@ broker's sender thread delivers requests in order over its own connection
 (a control-plane connection: it never waits behind client traffic, which
 uses other connections and threads) and hands the response to the callback.
 Callbacks run on the sender thread and must only enqueue controller events.
+A request may also be given as a function that builds it: the sender thread
+calls it, so converting and encoding large requests (tens of thousands of
+partitions on a failover) runs off the event thread, for each broker at once.
 
 A request that cannot be delivered is retried with bounded exponential
 backoff until it is delivered, the broker is removed from the channel (it
@@ -90,6 +93,13 @@ class _BrokerSender:
         self._fail_queued()
 
     def _deliver(self, item: _Pending) -> None:
+        if callable(item.request):
+            try:
+                item.request = item.request()
+            except Exception as error:   # a bug in building it: fail this request only
+                log.exception("building a request to broker %s failed", self.endpoint.broker_id)
+                _call(item.callback, None, error)
+                return
         backoff_s = BACKOFF_INITIAL_S
         while not self._removed.is_set():
             try:
@@ -153,7 +163,8 @@ class ControllerChannel:
             return sorted(self._senders)
 
     def send(self, broker_id: int, request, response_cls: type, callback: Callback | None = None) -> None:
-        """Queue a request; never blocks. An unknown broker fails the callback at once."""
+        """Queue a request (or a function building it); never blocks. An
+        unknown broker fails the callback at once."""
         with self._lock:
             sender = self._senders.get(broker_id)
         if sender is None:

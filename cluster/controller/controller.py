@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
@@ -30,7 +31,7 @@ from kafkactl.cluster.controller.invariants import check_invariants
 from kafkactl.cluster.controller.model import (
     ControlledShutdownReply, ControllerFencedError, StopReplica, TopicPartition,
 )
-from kafkactl.cluster.controller.wire import to_wire
+from kafkactl.cluster.controller.wire import SEND_ORDER, response_class, wire_request
 from kafkactl.cluster.controller.zk_port import ZkPort
 from kafkactl.cluster.controller.zk_store import ZkControllerStore
 from kafkactl.cluster.zk import codecs, layout
@@ -185,12 +186,14 @@ class Controller:
             self.channel.add_broker(BrokerEndpoint(registration.broker_id, registration.host, registration.port))
 
     def _send(self, requests) -> None:
-        for request in requests:
+        # LeaderAndIsr to every broker before any UpdateMetadata: new leaders
+        # start serving first. Each broker still gets its requests in the
+        # core's order (LeaderAndIsr, UpdateMetadata, StopReplica).
+        for request in sorted(requests, key=lambda r: SEND_ORDER.index(type(r))):
             log.info("controller %s: %s to broker %s (%d partitions)", self.broker_id,
                      type(request).__name__, request.broker_id, len(request.partitions))
-            wire_request, response_cls = to_wire(request)
             callback = self._stop_replica_callback(request) if isinstance(request, StopReplica) and request.delete else None
-            self.channel.send(request.broker_id, wire_request, response_cls, callback)
+            self.channel.send(request.broker_id, partial(wire_request, request), response_class(request), callback)
 
     def _stop_replica_callback(self, request: StopReplica):
         def on_response(response, error) -> None:

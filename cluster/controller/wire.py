@@ -12,14 +12,27 @@ from kafkactl.cluster.zk.codecs import BrokerRegistration, topic_id_from_string
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def to_wire(request: model.BrokerRequest):
-    """(wire request, response class) for one of the core's requests."""
+# The order the controller sends kinds of requests in, and their responses.
+SEND_ORDER = (model.LeaderAndIsr, model.UpdateMetadata, model.StopReplica)
+_RESPONSES = {model.LeaderAndIsr: control.LeaderAndIsrResponse,
+              model.UpdateMetadata: control.UpdateMetadataResponse,
+              model.StopReplica: control.StopReplicaResponse}
+
+
+def response_class(request: model.BrokerRequest) -> type:
+    try:
+        return _RESPONSES[type(request)]
+    except KeyError:
+        raise TypeError(f"unknown broker request {request!r}") from None
+
+
+def wire_request(request: model.BrokerRequest):
     if isinstance(request, model.LeaderAndIsr):
-        return leader_and_isr(request), control.LeaderAndIsrResponse
+        return leader_and_isr(request)
     if isinstance(request, model.UpdateMetadata):
-        return update_metadata(request), control.UpdateMetadataResponse
+        return update_metadata(request)
     if isinstance(request, model.StopReplica):
-        return stop_replica(request), control.StopReplicaResponse
+        return stop_replica(request)
     raise TypeError(f"unknown broker request {request!r}")
 
 
