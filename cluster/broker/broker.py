@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.controlled_shutdown import controlled_shutdown
 from kafkactl.cluster.broker.dispatcher import Dispatcher
+from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot
@@ -27,7 +29,11 @@ from kafkactl.cluster.log.manager import LogDir, LogManager
 
 log = logging.getLogger(__name__)
 
-HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5000   # replica.high.watermark.checkpoint.interval.ms
+# Kafka's defaults: replica.high.watermark.checkpoint.interval.ms,
+# log.flush.offset.checkpoint.interval.ms, log.flush.start.offset.checkpoint.interval.ms.
+HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5000
+RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60000
+LOG_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60000
 HOUSEKEEPING_TICK_S = 1.0
 
 
@@ -54,6 +60,8 @@ class Broker:
             zk_agent=self.zk_agent,
             producer_ids=ProducerIdManager(self.zk_agent.allocate_producer_id_block),
             clock_ms=clock_ms,
+            fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
+                                             config.min_incremental_fetch_session_eviction_ms, clock_ms),
         )
         listener = config.listeners[0]
         self.server = SocketServer(
@@ -97,26 +105,44 @@ class Broker:
         self.log_manager.shutdown()
         log.info("broker %s stopped cleanly", self.config.broker_id)
 
+    def _periodic_tasks(self) -> list[tuple[str, int, Callable[[int], None]]]:
+        """(name, interval ms, task) run by the housekeeping thread. Each one
+        visits every partition, so none runs more often than Kafka runs it:
+        with 10,000 partitions a visit costs tens of milliseconds of the CPU
+        that replication and the controller need."""
+        return [
+            # Kafka checks the ISR every replica.lag.time.max.ms / 2.
+            ("isr-expiration", max(HOUSEKEEPING_TICK_S * 1000, self.config.replica_lag_time_max_ms // 2),
+             self.replica_manager.maybe_shrink_isr),
+            ("flush", 0, lambda now_ms: self.log_manager.flush_due(now_ms)),
+            ("purge-deleted", 0, self.log_manager.purge_deleted),
+            ("high-watermark-checkpoint", HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+             lambda _: self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())),
+            ("recovery-point-checkpoint", RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
+             lambda _: self.log_manager.checkpoint_recovery_points()),
+            ("log-start-offset-checkpoint", LOG_START_OFFSET_CHECKPOINT_INTERVAL_MS,
+             lambda _: self.log_manager.checkpoint_log_start_offsets()),
+            ("retention", self.config.log_retention_check_interval_ms, self._run_retention),
+        ]
+
+    def _run_retention(self, _now_ms: int) -> None:
+        deleted = self.log_manager.run_retention()
+        if deleted:
+            log.info("retention deleted %s segments", deleted)
+
     def _housekeeping_loop(self) -> None:
-        last_checkpoint_ms = last_retention_ms = self.clock_ms()
+        tasks = self._periodic_tasks()
+        last_run_ms = {name: self.clock_ms() for name, _, _ in tasks}
         while not self._stopping.wait(HOUSEKEEPING_TICK_S):
-            now_ms = self.clock_ms()
-            try:
-                self.replica_manager.maybe_shrink_isr(now_ms)
-                self.log_manager.flush_due()
-                self.log_manager.purge_deleted(now_ms)
-                if now_ms - last_checkpoint_ms >= HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS:
-                    self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
-                    self.log_manager.checkpoint_recovery_points()
-                    self.log_manager.checkpoint_log_start_offsets()
-                    last_checkpoint_ms = now_ms
-                if now_ms - last_retention_ms >= self.config.log_retention_check_interval_ms:
-                    deleted = self.log_manager.run_retention()
-                    if deleted:
-                        log.info("retention deleted %s segments", deleted)
-                    last_retention_ms = now_ms
-            except Exception:
-                log.exception("housekeeping failed; will retry")
+            for name, interval_ms, task in tasks:
+                now_ms = self.clock_ms()
+                if now_ms - last_run_ms[name] < interval_ms:
+                    continue
+                last_run_ms[name] = now_ms
+                try:
+                    task(now_ms)
+                except Exception:
+                    log.exception("housekeeping task %s failed; will retry", name)
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:

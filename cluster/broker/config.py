@@ -69,6 +69,8 @@ class BrokerConfig:
     metrics_port: int = -1
     replica_fetch_max_bytes: int = 1048576
     replica_fetch_response_max_bytes: int = 10485760
+    max_incremental_fetch_session_cache_slots: int = 1000
+    min_incremental_fetch_session_eviction_ms: int = 120000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
@@ -227,6 +229,10 @@ _KEYS: dict[str, _Key] = {
     "max.connections": _Key("max_connections", _int, _at_least(1)),
     "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", _int, _at_least(0)),
     "replica.fetch.response.max.bytes": _Key("replica_fetch_response_max_bytes", _int, _at_least(0)),
+    "max.incremental.fetch.session.cache.slots": _Key("max_incremental_fetch_session_cache_slots", _int,
+                                                      _at_least(0)),
+    "min.incremental.fetch.session.eviction.ms": _Key("min_incremental_fetch_session_eviction_ms", _int,
+                                                      _at_least(0)),
     "replica.fetch.wait.max.ms": _Key("replica_fetch_wait_max_ms", _int, _at_least(0)),
     "replica.fetch.min.bytes": _Key("replica_fetch_min_bytes", _int, _at_least(1)),
     "replica.fetch.backoff.ms": _Key("replica_fetch_backoff_ms", _int, _at_least(0)),

@@ -12,6 +12,11 @@ the leader does not know the epoch, the follower falls back to its high
 watermark. A follower that does not know the epoch the leader answered with
 truncates to where its own largest smaller epoch ends and asks again.
 
+Each fetcher keeps an incremental fetch session with its leader (KIP-227):
+after a first full request, a request lists only partitions whose fetch
+position changed, were added, or are left out this round (forgotten), and
+the leader answers only partitions that have something new.
+
 Roles change only through the ReplicaManager, which removes a partition from
 its fetcher (waiting for a response being processed) before making it leader
 or following another broker, so no batch from an old leader is appended
@@ -33,6 +38,7 @@ from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_v4
 
 from kafkactl.cluster.broker.broker_client import BrokerClient, BrokerConnectionError
+from kafkactl.cluster.broker.fetch_session import INITIAL_EPOCH, MAX_EPOCH, NO_SESSION_ID
 from kafkactl.cluster.log.errors import LogError, OffsetsOutOfOrderError, UnexpectedAppendOffsetError
 from kafkactl.cluster.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkactl.cluster.protocol.record_batch import InvalidRecordError
@@ -130,6 +136,54 @@ class PartitionFetchState:
         self.delayed_until = time.monotonic() + seconds
 
 
+# --- the fetch session, as the fetcher sees it (pure) ----------------------------
+
+Position = tuple[int, int, int]   # (fetch offset, log start offset, current leader epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPlan:
+    session_id: int
+    epoch: int
+    send: list[tuple[str, int]]          # partitions the request lists
+    forgotten: list[tuple[str, int]]     # partitions the session drops
+    wanted: dict[tuple[str, int], Position]
+
+    @property
+    def full(self) -> bool:
+        return self.epoch == INITIAL_EPOCH
+
+
+@dataclass(slots=True)
+class FetchSessionState:
+    session_id: int = NO_SESSION_ID
+    next_epoch: int = INITIAL_EPOCH
+    sent: dict[tuple[str, int], Position] = field(default_factory=dict)   # what the leader holds
+
+    def plan(self, wanted: dict[tuple[str, int], Position]) -> FetchPlan:
+        """The next request for fetching exactly `wanted` at these positions."""
+        if self.session_id == NO_SESSION_ID:
+            return FetchPlan(NO_SESSION_ID, INITIAL_EPOCH, list(wanted), [], wanted)
+        send = [key for key, position in wanted.items() if self.sent.get(key) != position]
+        forgotten = [key for key in self.sent if key not in wanted]
+        return FetchPlan(self.session_id, self.next_epoch, send, forgotten, wanted)
+
+    def answered(self, plan: FetchPlan, response_session_id: int) -> None:
+        if plan.full:
+            self.session_id = response_session_id     # NO_SESSION_ID: the leader had no room
+            self.next_epoch = 1
+        else:
+            self.next_epoch = 1 if plan.epoch >= MAX_EPOCH else plan.epoch + 1
+        self.sent = dict(plan.wanted) if self.session_id != NO_SESSION_ID else {}
+
+    def reset(self) -> None:
+        """Start over with a full request (the session is unknown or out of step)."""
+        self.session_id, self.next_epoch, self.sent = NO_SESSION_ID, INITIAL_EPOCH, {}
+
+
+SESSION_ERRORS = frozenset({ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch})
+
+
 @dataclass(slots=True)
 class _Round:
     truncating: list[PartitionFetchState] = field(default_factory=list)
@@ -153,6 +207,7 @@ class ReplicaFetcherThread:
         self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._connect_backoff_s = config.connect_backoff_initial_ms / 1000
+        self.session = FetchSessionState()     # the fetcher thread's only
         self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{source_broker_id}",
                                         daemon=True)
 
@@ -221,6 +276,7 @@ class ReplicaFetcherThread:
                 self._fetch(work.fetching)
             self._connect_backoff_s = self.config.connect_backoff_initial_ms / 1000
         except BrokerConnectionError as error:
+            self.session.reset()   # the leader may have moved the session on without us
             if self._stopping.is_set():
                 return
             log.info("fetcher from broker %s: %s; retrying in %.1f s",
@@ -331,13 +387,22 @@ class ReplicaFetcherThread:
                     state.delay(THROTTLED_DELAY_S)
             return
         wait_s = self.config.fetch_wait_max_ms / 1000
-        response = self.client.request(self._fetch_request(sent),
+        plan = self.session.plan({key: (offset, state.partition.log.log_start_offset, state.leader_epoch)
+                                  for key, (state, offset) in sent.items()})
+        response = self.client.request(self._fetch_request(plan),
                                        timeout_s=wait_s + self.config.socket_timeout_ms / 1000)
+        if response.error_code in SESSION_ERRORS:
+            log.info("fetcher from broker %s: %s; starting a new fetch session", self.source_broker_id,
+                     ErrorCode(response.error_code).name)
+            self.session.reset()
+            return
         if response.error_code != ErrorCode.none:
+            self.session.reset()
             with self._lock:
                 for state, _ in sent.values():
                     self._back_off(state, response.error_code, "Fetch")
             return
+        self.session.answered(plan, response.session_id)
         with self._lock:
             for topic in response.responses:
                 for data in topic.partitions:
@@ -345,24 +410,31 @@ class ReplicaFetcherThread:
                     if entry is not None and self._still_fetching(entry[0]):
                         self._apply_fetched(entry[0], entry[1], data)
 
-    def _fetch_request(self, sent) -> fetch_v12.FetchRequest:
+    def _fetch_request(self, plan: FetchPlan) -> fetch_v12.FetchRequest:
         by_topic: dict[str, list] = {}
-        for state, fetch_offset in sent.values():
-            by_topic.setdefault(state.partition.topic, []).append(fetch_v12.FetchPartition(
-                partition=state.partition.index,
-                current_leader_epoch=state.leader_epoch,
+        for key in plan.send:
+            fetch_offset, log_start_offset, leader_epoch = plan.wanted[key]
+            by_topic.setdefault(key[0], []).append(fetch_v12.FetchPartition(
+                partition=key[1],
+                current_leader_epoch=leader_epoch,
                 fetch_offset=fetch_offset,
-                log_start_offset=state.partition.log.log_start_offset,
+                log_start_offset=log_start_offset,
                 partition_max_bytes=self.config.fetch_max_bytes,
             ))
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in plan.forgotten:
+            forgotten.setdefault(topic, []).append(index)
         return fetch_v12.FetchRequest(
             replica_id=self.broker_id,
             max_wait=datetime.timedelta(milliseconds=self.config.fetch_wait_max_ms),
             min_bytes=self.config.fetch_min_bytes,
             max_bytes=self.config.fetch_response_max_bytes,
+            session_id=plan.session_id,
+            session_epoch=plan.epoch,
             topics=tuple(fetch_v12.FetchTopic(topic=topic, partitions=tuple(parts))
                          for topic, parts in by_topic.items()),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(fetch_v12.ForgottenTopic(topic=topic, partitions=tuple(parts))
+                                        for topic, parts in forgotten.items()),
         )
 
     def _apply_fetched(self, state: PartitionFetchState, fetch_offset: int, data) -> None:

@@ -700,6 +700,8 @@ class ReplicaManager:
             return
         now_ms = self.clock_ms() if now_ms is None else now_ms
         for partition in list(self.partitions.values()):
+            if not partition.is_leader:   # unlocked peek; shrink_proposal checks again
+                continue
             write = partition.isr_write
             if write is not None:
                 if write.failed:

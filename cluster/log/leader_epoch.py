@@ -159,6 +159,11 @@ class LeaderEpochCache:
         """Write the checkpoint file now."""
         self._flush(durable)
 
+    @property
+    def dirty(self) -> bool:
+        """Entries noted by `assign` and not written yet."""
+        return self._dirty
+
     def write_if_dirty(self) -> bool:
         """Write entries noted by `assign` (without fsync); True if it wrote."""
         if not self._dirty:

@@ -593,6 +593,8 @@ class Log:
 
     def purge_deleted(self, now_ms: int | None = None) -> int:
         """Unlink `.deleted` segment files whose file.delete.delay.ms has passed."""
+        if not self._pending_deletion:   # unlocked peek: the periodic task visits every log
+            return 0
         now = self._clock_ms() if now_ms is None else now_ms
         with self._lock:
             due = [segment for due_ms, segment in self._pending_deletion if due_ms <= now]
@@ -638,6 +640,8 @@ class Log:
 
     def write_epoch_checkpoint(self) -> bool:
         """Write leader epochs noted since the last write (no fsync; see leader_epoch)."""
+        if not self._epoch_cache.dirty:   # unlocked peek, as in purge_deleted
+            return False
         with self._lock:
             if self._closed:
                 return False

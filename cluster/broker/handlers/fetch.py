@@ -3,8 +3,9 @@
 The request waits until `min_bytes` are available or `max_wait` passes; an
 append anywhere wakes it to re-read. Record bytes are never copied into
 Python: the response is spliced with file regions (see protocol.codec).
-Fetch sessions (KIP-227) are not kept: session id 0 tells the client to
-send full requests, which the protocol allows.
+Fetch sessions (KIP-227, fetch_session.py) let a fetcher send and receive
+only the partitions that changed; every partition of the session is still
+read, and for a follower recorded, on every fetch.
 
 A fetch with `replica_id` >= 0 comes from a follower: it reads up to the log
 end offset rather than the high watermark, and the leader records what the
@@ -19,79 +20,83 @@ import time
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.broker.fetch_session import FetchContext, FetchTarget, targets_of
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import new_placeholder, response_class, splice_records
 
 
 def handle(services, header, request):
     replica_id = getattr(request, "replica_id", -1)
+    if services.fetch_sessions is None:
+        context = FetchContext(targets_of(request))
+    else:
+        context = services.fetch_sessions.context(request, replica_id)
+    if context.error != ErrorCode.none:
+        return _response(header, [], context)
     if replica_id < 0:
-        return _long_poll(services, header, request, replica_id)
-    fetches = _begin_follower_fetches(services.replica_manager, request, replica_id)
+        return _long_poll(services, header, request, context, replica_id)
+    fetches = _begin_follower_fetches(services.replica_manager, context.targets, replica_id)
     try:
-        return _long_poll(services, header, request, replica_id)
+        return _long_poll(services, header, request, context, replica_id)
     finally:
         for fetch in fetches:
             services.replica_manager.end_follower_fetch(fetch)
 
 
-def _long_poll(services, header, request, replica_id: int):
+def _long_poll(services, header, request, context: FetchContext, replica_id: int):
     deadline = time.monotonic() + max(request.max_wait.total_seconds(), 0)
     response_max_bytes = getattr(request, "max_bytes", 0x7FFFFFFF)
     while True:
-        reads, total_bytes = _read_all(services.replica_manager, request, response_max_bytes, replica_id)
+        reads, total_bytes = _read_all(services.replica_manager, context.targets, response_max_bytes,
+                                       replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
         if total_bytes >= request.min_bytes or has_error or remaining <= 0 or not reads:
-            return _response(header, reads)
+            return _response(header, reads, context)
         services.replica_manager.wait_for_data(remaining)
 
 
-def _begin_follower_fetches(replica_manager, request, replica_id: int) -> list:
+def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int) -> list:
     fetches = []
-    for topic in request.topics:
-        for partition in topic.partitions:
-            fetch = replica_manager.begin_follower_fetch(
-                topic.topic, partition.partition, replica_id, partition.fetch_offset,
-                getattr(partition, "log_start_offset", -1), getattr(partition, "current_leader_epoch", -1))
-            if fetch is not None:
-                fetches.append(fetch)
+    for target in targets:
+        fetch = replica_manager.begin_follower_fetch(
+            target.topic, target.partition, replica_id, target.fetch_offset, target.log_start_offset,
+            target.current_leader_epoch)
+        if fetch is not None:
+            fetches.append(fetch)
     return fetches
 
 
-def _read_all(replica_manager, request, response_max_bytes: int, replica_id: int):
+def _read_all(replica_manager, targets: list[FetchTarget], response_max_bytes: int, replica_id: int):
     reads = []
     total_bytes = 0
-    for topic in request.topics:
-        for partition in topic.partitions:
-            budget = max(min(partition.partition_max_bytes, response_max_bytes - total_bytes), 0)
-            # KIP-74: the first non-empty partition returns at least one
-            # whole batch, so an oversized batch cannot stall a consumer.
-            min_one_batch = total_bytes == 0
-            epoch = getattr(partition, "current_leader_epoch", -1)
-            if replica_id >= 0 and replica_manager.leader_throttled(topic.topic, partition.partition, replica_id):
-                result = replica_manager.read_for_follower(
-                    topic.topic, partition.partition, replica_id, partition.fetch_offset, 0, epoch, False)
-            elif replica_id >= 0:
-                result = replica_manager.read_for_follower(
-                    topic.topic, partition.partition, replica_id, partition.fetch_offset, budget,
-                    epoch, min_one_batch)
-                if result.size and replica_manager.leader_throttled_replica(topic.topic, partition.partition,
-                                                                            replica_id):
-                    replica_manager.leader_quota.record(result.size)
-            else:
-                result = replica_manager.read(
-                    topic.topic, partition.partition, partition.fetch_offset, budget, epoch, min_one_batch)
-            total_bytes += result.size
-            reads.append((topic.topic, partition.partition, result))
+    for topic, index, fetch_offset, _, partition_max_bytes, epoch in targets:
+        budget = max(min(partition_max_bytes, response_max_bytes - total_bytes), 0)
+        # KIP-74: the first non-empty partition returns at least one
+        # whole batch, so an oversized batch cannot stall a consumer.
+        min_one_batch = total_bytes == 0
+        if replica_id >= 0 and replica_manager.leader_throttled(topic, index, replica_id):
+            result = replica_manager.read_for_follower(topic, index, replica_id, fetch_offset, 0, epoch, False)
+        elif replica_id >= 0:
+            result = replica_manager.read_for_follower(topic, index, replica_id, fetch_offset, budget,
+                                                       epoch, min_one_batch)
+            if result.size and replica_manager.leader_throttled_replica(topic, index, replica_id):
+                replica_manager.leader_quota.record(result.size)
+        else:
+            result = replica_manager.read(topic, index, fetch_offset, budget, epoch, min_one_batch)
+        total_bytes += result.size
+        reads.append((topic, index, result))
     return reads, total_bytes
 
 
-def _response(header, reads):
+def _response(header, reads, context: FetchContext):
     cls = response_class(1, header.api_version)
     regions = []
     by_topic: dict[str, list] = {}
     for topic, index, result in reads:
+        if not context.include(topic, index, result.size > 0, result.error, result.high_watermark,
+                               result.log_start_offset):
+            continue
         records = b""
         if result.region is not None:
             records = new_placeholder()
@@ -110,8 +115,8 @@ def _response(header, reads):
     response = make(
         cls,
         throttle_time=datetime.timedelta(0),
-        error_code=ErrorCode.none,
-        session_id=0,
+        error_code=context.error,
+        session_id=context.session_id,
         responses=tuple(
             nested(cls, "FetchableTopicResponse", topic=name, partitions=tuple(parts))
             for name, parts in by_topic.items()

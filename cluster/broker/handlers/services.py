@@ -17,4 +17,5 @@ class BrokerServices:
     zk_agent: object
     producer_ids: object
     clock_ms: Callable[[], int]
+    fetch_sessions: object = None      # fetch_session.FetchSessionCache
     controller: object | None = None   # set on every broker; active on the elected one
