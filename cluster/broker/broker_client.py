@@ -115,6 +115,10 @@ class BrokerClient:
             self.close()
             raise BrokerConnectionError(f"malformed {cls.__name__}: {error}") from error
 
+    def connect(self) -> None:
+        """Connect now if not connected (BrokerConnectionError if it cannot)."""
+        self._connected()
+
     def _connected(self) -> socket.socket:
         with self._lock:
             if self._sock is not None:

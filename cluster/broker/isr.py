@@ -84,8 +84,10 @@ def record_fetch(state: FollowerState, fetch_offset: int, follower_log_start_off
         caught_up_time_ms = max(caught_up_time_ms, fetch_time_ms)
     elif caught_up_at_previous_fetch:
         caught_up_time_ms = max(caught_up_time_ms, state.last_fetch_time_ms)
-    new_state = dataclasses.replace(
-        state,
+    # The constructor, not dataclasses.replace: this runs for every partition
+    # of every follower fetch (10,000s per second on a large leader).
+    new_state = FollowerState(
+        state.broker_id,
         log_end_offset=fetch_offset,
         log_start_offset=follower_log_start_offset,
         last_fetch_leader_log_end_offset=leader_log_end_offset,

@@ -127,10 +127,10 @@ class PartitionFetchState:
     delayed_until: float = 0.0   # time.monotonic()
     truncation_rounds: int = 0
     out_of_range_after_truncation: bool = False
+    key: tuple[str, int] = field(init=False)   # fixed: looked up for every partition every round
 
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.partition.topic, self.partition.index
+    def __post_init__(self) -> None:
+        self.key = (self.partition.topic, self.partition.index)
 
     def delay(self, seconds: float) -> None:
         self.delayed_until = time.monotonic() + seconds
@@ -270,6 +270,9 @@ class ReplicaFetcherThread:
         if work is None:
             return
         try:
+            # Connect before building a request for thousands of partitions:
+            # retrying a dead leader must cost a connection attempt, no more.
+            self.client.connect()
             if work.truncating:
                 self._truncate(work.truncating)
             if work.fetching:
@@ -301,9 +304,9 @@ class ReplicaFetcherThread:
             (work.truncating if state.truncating else work.fetching).append(state)
         return work
 
-    def _throttled(self, state: PartitionFetchState) -> bool:
-        """A throttled, out-of-sync partition sits out while the rate is exceeded."""
-        return self.throttle is not None and self.throttle.skip(state.partition)
+    def _throttling(self) -> bool:
+        """Whether throttled, out-of-sync partitions sit out this round (the rate is exceeded)."""
+        return self.throttle is not None and self.throttle.exceeded()
 
     def _still_fetching(self, state: PartitionFetchState) -> bool:
         """Under the lock: the partition was not removed or re-added meanwhile."""
@@ -378,9 +381,10 @@ class ReplicaFetcherThread:
     # --- fetching
 
     def _fetch(self, states: list[PartitionFetchState]) -> None:
+        throttling = self._throttling()
         with self._lock:
             sent = {s.key: (s, s.partition.log.log_end_offset) for s in states
-                    if self._still_fetching(s) and not self._throttled(s)}
+                    if self._still_fetching(s) and not (throttling and self.throttle.is_throttled(s.partition))}
         if not sent:
             with self._lock:
                 for state in states:

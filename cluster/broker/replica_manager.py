@@ -348,10 +348,12 @@ class Partition:
             log_end_offset = self.log.log_end_offset
             if not self.log.log_start_offset <= fetch_offset <= log_end_offset:
                 return None  # answered OFFSET_OUT_OF_RANGE by the read; proves nothing
-            record = isr_rules.record_fetch(self.followers[follower_id], fetch_offset, follower_log_start_offset,
+            previous = self.followers[follower_id]
+            record = isr_rules.record_fetch(previous, fetch_offset, follower_log_start_offset,
                                             log_end_offset, now_ms, pending_reads_enabled)
             self.followers[follower_id] = record.state
-            moved = self._maybe_advance_high_watermark()
+            # Only a follower's log end offset moving can move the HW here.
+            moved = fetch_offset != previous.log_end_offset and self._maybe_advance_high_watermark()
             proposal = None
             if (follower_id not in self.isr and self.isr_write is None
                     and isr_rules.can_join_isr(record.state, self.high_watermark,
@@ -836,6 +838,8 @@ class ReplicaManager:
             # Between the HW and the LEO there is nothing a consumer may see
             # yet: answer empty, not out of range (seed 000, discussion 7).
             return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
+        if fetch_offset == log_.log_end_offset:   # a caught-up follower: nothing to read
+            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
         max_offset = None if follower_id is not None else high_watermark
         try:
             data = log_.read(fetch_offset, max_bytes, max_offset, min_one_batch)
@@ -972,8 +976,9 @@ class _FollowerThrottle:
         return is_throttled(throttled, partition.index, partition.broker_id) \
             and partition.broker_id not in partition.isr
 
-    def skip(self, partition) -> bool:
-        return self._manager.follower_quota.is_exceeded() and self.is_throttled(partition)
+    def exceeded(self) -> bool:
+        """Over `follower.replication.throttled.rate`: throttled partitions sit out."""
+        return self._manager.follower_quota.is_exceeded()
 
     def record(self, size_bytes: int) -> None:
         self._manager.follower_quota.record(size_bytes)

@@ -20,17 +20,14 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.fetch_session import FetchContext, FetchTarget, targets_of
+from kafkactl.cluster.broker.fetch_session import FetchContext, FetchTarget
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import new_placeholder, response_class, splice_records
 
 
 def handle(services, header, request):
     replica_id = getattr(request, "replica_id", -1)
-    if services.fetch_sessions is None:
-        context = FetchContext(targets_of(request))
-    else:
-        context = services.fetch_sessions.context(request, replica_id)
+    context = services.fetch_sessions.context(request, replica_id)
     if context.error != ErrorCode.none:
         return _response(header, [], context)
     if replica_id < 0:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.metadata import MetadataCache
 
 
@@ -17,5 +18,5 @@ class BrokerServices:
     zk_agent: object
     producer_ids: object
     clock_ms: Callable[[], int]
-    fetch_sessions: object = None      # fetch_session.FetchSessionCache
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
     controller: object | None = None   # set on every broker; active on the elected one

@@ -107,6 +107,9 @@ class LoopbackClient:
         cls = response_cls or response_class(request.__api_key__, request.__version__)
         return decode_response(answer[4:], cls, self.correlation_id)
 
+    def connect(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
