@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 MAX_TRUNCATION_ROUNDS = 16
 THROTTLED_DELAY_S = 0.1   # how long a throttled partition waits before asking again
 IDLE_WAIT_S = 0.5
+FULL_REFRESH_S = 10.0     # every partition's position is looked at again at least this often
 
 RETRIABLE_PARTITION_ERRORS = frozenset({
     ErrorCode.not_leader_or_follower,
@@ -145,9 +146,8 @@ Position = tuple[int, int, int]   # (fetch offset, log start offset, current lea
 class FetchPlan:
     session_id: int
     epoch: int
-    send: list[tuple[str, int]]          # partitions the request lists
-    forgotten: list[tuple[str, int]]     # partitions the session drops
-    wanted: dict[tuple[str, int], Position]
+    send: dict[tuple[str, int], Position]    # partitions the request lists, at these positions
+    forgotten: list[tuple[str, int]]         # partitions the session drops
 
     @property
     def full(self) -> bool:
@@ -156,29 +156,58 @@ class FetchPlan:
 
 @dataclass(slots=True)
 class FetchSessionState:
+    """The fetcher's side of its session: what the leader holds (`sent`) and
+    which partitions may differ from it since the last answered request."""
+
     session_id: int = NO_SESSION_ID
     next_epoch: int = INITIAL_EPOCH
-    sent: dict[tuple[str, int], Position] = field(default_factory=dict)   # what the leader holds
+    sent: dict[tuple[str, int], Position] = field(default_factory=dict)
+    pending: set[tuple[str, int]] = field(default_factory=set)
 
-    def plan(self, wanted: dict[tuple[str, int], Position]) -> FetchPlan:
-        """The next request for fetching exactly `wanted` at these positions."""
+    def note_changed(self, keys: Iterable[tuple[str, int]]) -> None:
+        self.pending.update(keys)
+
+    def plan(self, wanted: Mapping[tuple[str, int], Position]) -> FetchPlan:
+        """The next request for fetching exactly `wanted`; only partitions
+        noted as changed are compared (no session: everything is sent)."""
         if self.session_id == NO_SESSION_ID:
-            return FetchPlan(NO_SESSION_ID, INITIAL_EPOCH, list(wanted), [], wanted)
-        send = [key for key, position in wanted.items() if self.sent.get(key) != position]
-        forgotten = [key for key in self.sent if key not in wanted]
-        return FetchPlan(self.session_id, self.next_epoch, send, forgotten, wanted)
+            return FetchPlan(NO_SESSION_ID, INITIAL_EPOCH, dict(wanted), [])
+        send = {key: wanted[key] for key in self.pending if key in wanted and self.sent.get(key) != wanted[key]}
+        forgotten = [key for key in self.pending if key not in wanted and key in self.sent]
+        return FetchPlan(self.session_id, self.next_epoch, send, forgotten)
 
     def answered(self, plan: FetchPlan, response_session_id: int) -> None:
+        self.pending.clear()
         if plan.full:
             self.session_id = response_session_id     # NO_SESSION_ID: the leader had no room
             self.next_epoch = 1
-        else:
-            self.next_epoch = 1 if plan.epoch >= MAX_EPOCH else plan.epoch + 1
-        self.sent = dict(plan.wanted) if self.session_id != NO_SESSION_ID else {}
+            self.sent = dict(plan.send) if self.session_id != NO_SESSION_ID else {}
+            return
+        self.next_epoch = 1 if plan.epoch >= MAX_EPOCH else plan.epoch + 1
+        self.sent.update(plan.send)
+        for key in plan.forgotten:
+            del self.sent[key]
 
     def reset(self) -> None:
         """Start over with a full request (the session is unknown or out of step)."""
         self.session_id, self.next_epoch, self.sent = NO_SESSION_ID, INITIAL_EPOCH, {}
+        self.pending.clear()
+
+
+class _Positions(Mapping):
+    """`_wanted` seen as key -> Position, without copying 10,000 entries."""
+
+    def __init__(self, wanted) -> None:
+        self._wanted = wanted
+
+    def __getitem__(self, key):
+        return self._wanted[key][0]
+
+    def __iter__(self):
+        return iter(self._wanted)
+
+    def __len__(self) -> int:
+        return len(self._wanted)
 
 
 SESSION_ERRORS = frozenset({ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch})
@@ -187,7 +216,7 @@ SESSION_ERRORS = frozenset({ErrorCode.fetch_session_id_not_found, ErrorCode.inva
 @dataclass(slots=True)
 class _Round:
     truncating: list[PartitionFetchState] = field(default_factory=list)
-    fetching: list[PartitionFetchState] = field(default_factory=list)
+    fetching: bool = False
 
 
 class ReplicaFetcherThread:
@@ -203,6 +232,14 @@ class ReplicaFetcherThread:
                                              connect_timeout_s=config.connect_timeout_ms / 1000,
                                              request_timeout_s=config.socket_timeout_ms / 1000)
         self._states: dict[tuple[str, int], PartitionFetchState] = {}
+        # Kept up to date from `_dirty` (partitions added, removed or touched
+        # by a round), so an idle round costs O(partitions that changed), not
+        # O(partitions): a follower may follow 10,000 partitions of one leader.
+        self._wanted: dict[tuple[str, int], tuple[Position, PartitionFetchState]] = {}
+        self._truncating: set[tuple[str, int]] = set()
+        self._delayed: dict[tuple[str, int], float] = {}
+        self._dirty: set[tuple[str, int]] = set()
+        self._next_full_refresh = 0.0
         self._lock = threading.Lock()       # held while a response is applied to the logs
         self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
@@ -222,12 +259,14 @@ class ReplicaFetcherThread:
         with self._lock:
             for state in states:
                 self._states[state.key] = state
+                self._dirty.add(state.key)
             self._changed.notify_all()
 
     def remove_partitions(self, keys: Iterable[tuple[str, int]]) -> list[PartitionFetchState]:
         """Stop fetching `keys`; returns once no response for them is being applied."""
         with self._lock:
             removed = [self._states.pop(key) for key in keys if key in self._states]
+            self._dirty.update(state.key for state in removed)
             self._changed.notify_all()
         return removed
 
@@ -276,7 +315,7 @@ class ReplicaFetcherThread:
             if work.truncating:
                 self._truncate(work.truncating)
             if work.fetching:
-                self._fetch(work.fetching)
+                self._fetch()
             self._connect_backoff_s = self.config.connect_backoff_initial_ms / 1000
         except BrokerConnectionError as error:
             self.session.reset()   # the leader may have moved the session on without us
@@ -294,15 +333,45 @@ class ReplicaFetcherThread:
     def _next_round(self) -> _Round | None:
         with self._lock:
             now = time.monotonic()
-            ready = [s for s in self._states.values() if s.delayed_until <= now]
-            if not ready:
-                delays = [s.delayed_until - now for s in self._states.values()]
+            self._refresh(now)
+            if not self._wanted and not self._truncating:
+                delays = [until - now for until in self._delayed.values()]
                 self._changed.wait(min(delays + [IDLE_WAIT_S]))
                 return None
-        work = _Round()
-        for state in ready:
-            (work.truncating if state.truncating else work.fetching).append(state)
-        return work
+            return _Round([self._states[key] for key in self._truncating], bool(self._wanted))
+
+    def _refresh(self, now: float) -> None:
+        """Under the lock: bring `_wanted`, `_truncating` and `_delayed` up to
+        date for the partitions that changed (all of them now and then, and
+        while throttling: log start offsets move with retention, and the
+        throttle's verdicts with the rate)."""
+        throttling = self._throttling()
+        if throttling or now >= self._next_full_refresh:
+            self._dirty.update(self._states)
+            self._dirty.update(self._wanted)
+            self._next_full_refresh = now + FULL_REFRESH_S
+        for key, until in list(self._delayed.items()):
+            if until <= now:
+                self._dirty.add(key)
+        for key in self._dirty:
+            self._wanted.pop(key, None)
+            self._truncating.discard(key)
+            self._delayed.pop(key, None)
+            state = self._states.get(key)
+            if state is None:
+                continue
+            if state.delayed_until > now:
+                self._delayed[key] = state.delayed_until
+            elif state.truncating:
+                self._truncating.add(key)
+            elif throttling and self.throttle.is_throttled(state.partition):
+                state.delay(THROTTLED_DELAY_S)   # sits out while the rate is exceeded
+                self._delayed[key] = state.delayed_until
+            else:
+                log_ = state.partition.log
+                self._wanted[key] = ((log_.log_end_offset, log_.log_start_offset, state.leader_epoch), state)
+        self.session.note_changed(self._dirty)
+        self._dirty = set()
 
     def _throttling(self) -> bool:
         """Whether throttled, out-of-sync partitions sit out this round (the rate is exceeded)."""
@@ -325,6 +394,8 @@ class ReplicaFetcherThread:
                     self._truncate_to_high_watermark(state)
                 else:
                     asking.append((state, epoch))
+        with self._lock:
+            self._dirty.update(state.key for state in states)   # whatever happens next
         if not asking:
             return
         response = self.client.request(self._epoch_request(asking))
@@ -380,19 +451,9 @@ class ReplicaFetcherThread:
 
     # --- fetching
 
-    def _fetch(self, states: list[PartitionFetchState]) -> None:
-        throttling = self._throttling()
-        with self._lock:
-            sent = {s.key: (s, s.partition.log.log_end_offset) for s in states
-                    if self._still_fetching(s) and not (throttling and self.throttle.is_throttled(s.partition))}
-        if not sent:
-            with self._lock:
-                for state in states:
-                    state.delay(THROTTLED_DELAY_S)
-            return
+    def _fetch(self) -> None:
+        plan = self.session.plan(_Positions(self._wanted))
         wait_s = self.config.fetch_wait_max_ms / 1000
-        plan = self.session.plan({key: (offset, state.partition.log.log_start_offset, state.leader_epoch)
-                                  for key, (state, offset) in sent.items()})
         response = self.client.request(self._fetch_request(plan),
                                        timeout_s=wait_s + self.config.socket_timeout_ms / 1000)
         if response.error_code in SESSION_ERRORS:
@@ -403,21 +464,26 @@ class ReplicaFetcherThread:
         if response.error_code != ErrorCode.none:
             self.session.reset()
             with self._lock:
-                for state, _ in sent.values():
+                for _, state in self._wanted.values():
                     self._back_off(state, response.error_code, "Fetch")
+                self._dirty.update(self._wanted)
             return
         self.session.answered(plan, response.session_id)
         with self._lock:
             for topic in response.responses:
                 for data in topic.partitions:
-                    entry = sent.get((topic.topic, data.partition_index))
-                    if entry is not None and self._still_fetching(entry[0]):
-                        self._apply_fetched(entry[0], entry[1], data)
+                    key = (topic.topic, data.partition_index)
+                    entry = self._wanted.get(key)
+                    if entry is None:
+                        continue
+                    (fetch_offset, _, _), state = entry
+                    self._dirty.add(key)
+                    if self._still_fetching(state):
+                        self._apply_fetched(state, fetch_offset, data)
 
     def _fetch_request(self, plan: FetchPlan) -> fetch_v12.FetchRequest:
         by_topic: dict[str, list] = {}
-        for key in plan.send:
-            fetch_offset, log_start_offset, leader_epoch = plan.wanted[key]
+        for key, (fetch_offset, log_start_offset, leader_epoch) in plan.send.items():
             by_topic.setdefault(key[0], []).append(fetch_v12.FetchPartition(
                 partition=key[1],
                 current_leader_epoch=leader_epoch,

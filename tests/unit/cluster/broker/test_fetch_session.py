@@ -109,8 +109,8 @@ def test_the_fetcher_and_the_leader_stay_in_step():
     sent_partitions = []
     for round_ in range(6):
         plan = fetcher.plan(dict(positions))
-        sent_partitions.append(len(plan.send))
-        wire = request(plan.session_id, plan.epoch, [(*key, positions[key][0], 1) for key in plan.send],
+        sent_partitions.append((len(plan.send), len(plan.forgotten)))
+        wire = request(plan.session_id, plan.epoch, [(*key, p[0], p[2]) for key, p in plan.send.items()],
                        plan.forgotten)
         context = cache.context(wire, 2)
         assert context.error == ErrorCode.none
@@ -119,8 +119,22 @@ def test_the_fetcher_and_the_leader_stay_in_step():
         fetcher.answered(plan, context.session_id)
         if round_ == 2:
             positions[("t", 1)] = (4, 0, 1)                        # it appended what it fetched
+            fetcher.note_changed([("t", 1), ("t", 0)])             # t-0 looked at, unchanged
         if round_ == 3:
             del positions[("u", 0)]                                # it stopped following u-0
-    assert sent_partitions == [3, 0, 0, 1, 0, 0]
+            fetcher.note_changed([("u", 0)])
+    assert sent_partitions == [(3, 0), (0, 0), (0, 0), (1, 0), (0, 1), (0, 0)]
     fetcher.reset()
     assert fetcher.plan(dict(positions)).epoch == INITIAL_EPOCH
+
+
+def test_a_change_not_noted_is_not_sent():
+    """The fetcher notes what it touched; the plan compares only those (so an
+    idle round over 10,000 partitions costs nothing)."""
+    fetcher = FetchSessionState()
+    positions = {("t", 0): (0, 0, 1)}
+    fetcher.answered(fetcher.plan(positions), 77)
+    positions[("t", 0)] = (5, 0, 1)
+    assert fetcher.plan(positions).send == {}
+    fetcher.note_changed([("t", 0)])
+    assert fetcher.plan(positions).send == {("t", 0): (5, 0, 1)}

@@ -44,6 +44,18 @@ def test_partition_state_round_trip_any_key_order():
     assert json.loads(codecs.encode_partition_state(unclean))["leader_recovery_state"] == 1
 
 
+@pytest.mark.parametrize("state", [
+    codecs.PartitionState(2, 0, [2, 3, 1], 1), codecs.PartitionState(-1, 7, [], 3),
+    codecs.PartitionState(5, 2**31 - 1, [5], 2**31 - 1, leader_recovery_state=1),
+])
+def test_partition_state_is_written_as_json_dumps_would(state):
+    value = {"controller_epoch": state.controller_epoch, "leader": state.leader, "version": 1,
+             "leader_epoch": state.leader_epoch, "isr": list(state.isr)}
+    if state.leader_recovery_state:
+        value["leader_recovery_state"] = state.leader_recovery_state
+    assert codecs.encode_partition_state(state) == json.dumps(value, separators=(",", ":")).encode()
+
+
 @pytest.mark.parametrize("data,field", [
     (b"not json", "not JSON"),
     (b'{"leader":1,"leader_epoch":0,"controller_epoch":1}', "isr"),
