@@ -149,7 +149,8 @@ class Controller:
         self._sync_channel()
         self._active = True
         try:
-            self._run(lambda ctx: failover.on_controller_failover(ctx, notifications))
+            # What was read from ZooKeeper was never checked: check all of it.
+            self._run(lambda ctx: failover.on_controller_failover(ctx, notifications), check_all=True)
         except ControllerFencedError:
             self._resign()
 
@@ -165,11 +166,14 @@ class Controller:
 
     # --- carrying out decisions
 
-    def _run(self, decide: Callable[[ControllerContext], object]) -> list:
+    def _run(self, decide: Callable[[ControllerContext], object], check_all: bool = False) -> list:
+        """Make a decision and carry it out; invariants are checked after each
+        step, on the partitions it changed (everything with `check_all`)."""
         decision = decide(self.context)
         before = self.context
         context, replies = execute(self.context, decision, self._port, self._send,
-                                   on_outcome=lambda ctx, waiting: check_invariants(ctx, before, waiting))
+                                   on_outcome=lambda ctx, waiting: check_invariants(
+                                       ctx, before, waiting, only_changed=not check_all))
         self.context = context
         self._sync_channel()
         return replies

@@ -288,7 +288,17 @@ class Simulation:
 
     def _execute(self, ctx: ControllerContext, decision) -> list:
         def check(context: ControllerContext, retrying: frozenset[TopicPartition]) -> None:
-            check_invariants(context, self.previous, retrying)
+            # Everything, and the controller's own check (changed partitions
+            # only), which must catch whatever the full one catches.
+            try:
+                check_invariants(context, self.previous, retrying)
+            except InvariantViolation as violation:
+                try:
+                    check_invariants(context, self.previous, retrying, only_changed=True)
+                except InvariantViolation:
+                    raise violation from None
+                invariant(False, f"the check of changed partitions missed: {violation}")
+            check_invariants(context, self.previous, retrying, only_changed=True)   # runs its code too
             self.previous = context
 
         try:

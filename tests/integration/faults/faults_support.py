@@ -627,8 +627,7 @@ def preferred_leaders(cluster: FaultCluster, topic: str) -> dict[int, int]:
 
 
 def leftovers(log_dirs, topic: str, partition: int) -> list[str]:
-    """Dirs of the partition in the log dirs: the live one or a renamed `-delete`
-    one (same as test_admin_operations.leftovers)."""
+    """Dirs of the partition in the log dirs: the live one or a renamed `-delete` one."""
     name = f"{topic}-{partition}"
     return [str(p) for d in log_dirs for p in Path(d).iterdir()
             if p.name == name or (p.name.startswith(name + ".") and p.name.endswith("-delete"))]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults_support import LoadProducer, assert_check, partition_dir, wait_until
+from faults_support import LoadProducer, assert_check, leftovers, partition_dir, wait_until
 from kafkactl.cluster.zk import layout
 
 PARTITIONS = 3
@@ -46,15 +46,6 @@ def test_reassignment_to_a_different_replica_set_under_load(faults):
     cluster.wait_full_isr(topic)
     assert_check(cluster.bootstrap, producer)
     cluster.wait_replicas_agree(topic)
-
-
-def leftovers(log_dirs, topic: str, partition: int) -> list[str]:
-    """Dirs of the partition in the log dirs: the live one or a renamed `-delete` one."""
-    from pathlib import Path
-
-    name = f"{topic}-{partition}"
-    return [str(p) for d in log_dirs for p in Path(d).iterdir()
-            if p.name == name or (p.name.startswith(name + ".") and p.name.endswith("-delete"))]
 
 
 @pytest.mark.slow

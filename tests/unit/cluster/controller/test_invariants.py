@@ -32,16 +32,30 @@ def test_leader_outside_the_isr_passes_only_while_recovering_from_an_unclean_ele
     ({"isr": []}, "empty"),
     ({"controller_epoch": 99}, "controller epoch"),
 ])
-def test_broken_partitions_are_caught(changes, message):
+@pytest.mark.parametrize("only_changed", [False, True])
+def test_broken_partitions_are_caught(changes, message, only_changed):
     with pytest.raises(InvariantViolation, match=message):
-        check_invariants(broken(**changes))
+        check_invariants(broken(**changes), make_context(), only_changed=only_changed)
 
 
-def test_leader_on_a_dead_broker_is_caught():
-    ctx = make_context()
-    del ctx.live_brokers[1]
+@pytest.mark.parametrize("only_changed", [False, True])
+def test_leader_on_a_dead_broker_is_caught(only_changed):
+    before = make_context(topics={"t": {0: [1, 2, 3]}, "u": {0: [2, 3, 1]}})
+    ctx = before.copy()
+    del ctx.live_brokers[1]         # nothing else changed: t-0 is still led by it
     with pytest.raises(InvariantViolation, match="dead"):
-        check_invariants(ctx)
+        check_invariants(ctx, before, only_changed=only_changed)
+
+
+def test_only_changed_looks_at_what_changed_and_everything_on_a_new_epoch():
+    before = make_context(topics={"t": {p: [1, 2, 3] for p in range(3)}})
+    from kafkactl.cluster.controller.invariants import changed_partitions
+    ctx = before.copy()
+    ctx.leadership[TopicPartition("t", 2)] = replace(ctx.leadership[TopicPartition("t", 2)], zk_version=9)
+    assert changed_partitions(ctx, before) == {TopicPartition("t", 2)}
+    assert changed_partitions(before.copy(), before) == set()
+    ctx.controller_epoch += 1
+    assert changed_partitions(ctx, before) is None
 
 
 def test_epochs_going_back_and_two_leaders_in_one_epoch_are_caught():
