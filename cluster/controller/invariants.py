@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kafkactl.cluster.controller.context import ControllerContext
-from kafkactl.cluster.controller.model import NO_LEADER, RECOVERING, TopicPartition
+from kafkactl.cluster.controller.model import NO_LEADER, RECOVERING, PartitionReplica, TopicPartition
 from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
 from kafkactl.cluster.controller.replica_state_machine import DELETION_STATES
 from kafkactl.cluster.invariant import invariant
@@ -49,7 +49,7 @@ def check_invariants(ctx: ControllerContext, previous: ControllerContext | None 
     for tp in (ctx.all_partitions() if changed is None else sorted(changed & ctx.assignments.keys())):
         if tp not in retrying:
             _check_partition(ctx, tp)
-    _check_bookkeeping(ctx, changed)
+    _check_bookkeeping(ctx, changed, previous)
     if previous is not None:
         _check_progress(ctx, previous, changed)
 
@@ -117,13 +117,17 @@ def _check_partition(ctx: ControllerContext, tp: TopicPartition) -> None:
                  lambda: f"{tp}: {partition_state} with leader {state.leader}")
 
 
-def _check_bookkeeping(ctx: ControllerContext, changed: set[TopicPartition] | None = None) -> None:
+def _check_bookkeeping(ctx: ControllerContext, changed: set[TopicPartition] | None = None,
+                       previous: ControllerContext | None = None) -> None:
     for tp in ctx.leadership if changed is None else changed & ctx.leadership.keys():
         _require(tp in ctx.assignments, lambda: f"{tp}: leadership of an unassigned partition")
     for tp in ctx.partition_states if changed is None else changed & ctx.partition_states.keys():
         _require(tp in ctx.assignments, lambda: f"{tp}: partition state of an unassigned partition")
-    replica_states = ctx.replica_states.items() if changed is None else [
-        (r, s) for r, s in ctx.replica_states.items() if r.topic_partition in changed]
+    if changed is None:
+        replica_states = ctx.replica_states.items()
+    else:   # any replica state of a changed partition is under one of these keys
+        keys = {PartitionReplica(tp, b) for tp in changed for b in (*ctx.replicas(tp), *previous.replicas(tp))}
+        replica_states = [(r, ctx.replica_states[r]) for r in keys if r in ctx.replica_states]
     for replica, state in replica_states:
         tp = replica.topic_partition
         _require(replica.broker_id in ctx.replicas(tp), lambda: f"{replica}: state {state.value} of no replica")

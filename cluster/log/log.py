@@ -109,6 +109,11 @@ class Log:
         self._dir_dirty = False
         self._parent_dirty = False  # a new partition dir whose name is not fsynced yet
         self._closed = False
+        # Set by the LogManager: called (under this log's lock) with "flush"
+        # after a roll or a new leader epoch, with "purge" after a segment is
+        # scheduled for deletion, so periodic work visits only logs that
+        # have some (a broker may hold 10,000s of logs).
+        self.needs_attention: Callable[[Log, str], None] | None = None
 
     # --- opening and recovery ----------------------------------------------
 
@@ -327,8 +332,8 @@ class Log:
                 append_time = now
             self._append(buffer, headers, now)
             self._producer_state.update(headers)
-            if leader_epoch >= 0:
-                self._epoch_cache.assign(leader_epoch, first_offset)
+            if leader_epoch >= 0 and self._epoch_cache.assign(leader_epoch, first_offset):
+                self._attention("flush")
             flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
         if flush_due:
             self.flush()
@@ -357,8 +362,9 @@ class Log:
             self._append(memoryview(records)[:size], headers, self._clock_ms())
             self._producer_state.update(headers)
             for header in headers:
-                if header.partition_leader_epoch >= 0:
-                    self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+                if header.partition_leader_epoch >= 0 and self._epoch_cache.assign(
+                        header.partition_leader_epoch, header.base_offset):
+                    self._attention("flush")
             flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
         if flush_due:
             self.flush()
@@ -380,8 +386,13 @@ class Log:
         segment = LogSegment.create(self.dir_path, first_offset, self.config, now)
         self._set_segments(self._segments + (segment,))
         self._dir_dirty = True
+        self._attention("flush")
         logger.debug("%s: rolled segment %d", self.dir_path, first_offset)
         return segment
+
+    def _attention(self, kind: str) -> None:
+        if self.needs_attention is not None:
+            self.needs_attention(self, kind)
 
     def _should_roll(self, active: LogSegment, size_bytes: int, max_timestamp: int,
                      last_offset: int, now: int) -> bool:
@@ -473,7 +484,10 @@ class Log:
         """
         with self._lock:
             self._ensure_open()
-            return self._epoch_cache.assign(leader_epoch, start_offset)
+            changed = self._epoch_cache.assign(leader_epoch, start_offset)
+            if changed:
+                self._attention("flush")
+            return changed
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset); see LeaderEpochCache.end_offset_for."""
@@ -590,6 +604,11 @@ class Log:
         segment.rename_for_deletion()
         due_ms = self._clock_ms() + self.config.file_delete_delay_ms
         self._pending_deletion.append((due_ms, segment))
+        self._attention("purge")
+
+    @property
+    def has_pending_deletions(self) -> bool:
+        return bool(self._pending_deletion)
 
     def purge_deleted(self, now_ms: int | None = None) -> int:
         """Unlink `.deleted` segment files whose file.delete.delay.ms has passed."""

@@ -25,7 +25,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -37,7 +37,7 @@ from kafkactl.cluster.log.checkpoint import (
     fsync_dir,
     remove_stale_tmp_files,
 )
-from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.config import NO_LIMIT, LogConfig
 from kafkactl.cluster.log.errors import (
     CheckpointFormatError,
     KafkaStorageError,
@@ -104,6 +104,9 @@ class LogManager:
         # of logs reuses one reading for up to PLACEMENT_USAGE_MAX_AGE_MS.
         self._placement_usage: dict[str, list[int]] = {}   # path -> [used bytes, partitions]
         self._placement_usage_ms = 0
+        # Logs with periodic work to do (Log.needs_attention), by kind.
+        self._attention: dict[str, set[Log]] = {"flush": set(), "purge": set()}
+        self._attention_lock = threading.Lock()
 
     @property
     def log_dirs(self) -> list[LogDir]:
@@ -180,7 +183,7 @@ class LogManager:
         log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic, partition,
                        self._config_for(topic), self._clock_ms, recovery_point, clean_shutdown,
                        log_start_offset)
-        self._logs[topic_partition] = log
+        self._logs[topic_partition] = self._watch(log)
         self._dir_of[topic_partition] = dir_path
 
     def shutdown(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
@@ -236,7 +239,7 @@ class LogManager:
             dir_path = self._choose_dir(preferred_media)
             log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
                            partition, self._config_for(topic), self._clock_ms, 0, True)
-            self._logs[(topic, partition)] = log
+            self._logs[(topic, partition)] = self._watch(log)
             self._dir_of[(topic, partition)] = dir_path
             logger.info("created log %s-%d in %s", topic, partition, dir_path)
             return log
@@ -319,10 +322,25 @@ class LogManager:
 
     # --- periodic work ---------------------------------------------------------
 
-    def _each_open_log(self, action: Callable[[Log], int | None]) -> int:
-        """Apply `action` to every log, skipping logs deleted meanwhile; sums the results."""
+    def _note_attention(self, log: Log, kind: str) -> None:
+        with self._attention_lock:
+            self._attention[kind].add(log)
+
+    def _take_attention(self, kind: str) -> list[Log]:
+        with self._attention_lock:
+            logs, self._attention[kind] = self._attention[kind], set()
+        return list(logs)
+
+    def _watch(self, log: Log) -> Log:
+        log.needs_attention = self._note_attention
+        self._note_attention(log, "flush")   # a loaded log may have epochs to write
+        return log
+
+    def _each_open_log(self, action: Callable[[Log], int | None], logs: Iterable[Log] | None = None) -> int:
+        """Apply `action` to every log (or to `logs`), skipping logs deleted
+        meanwhile; sums the results."""
         total = 0
-        for log in self.all_logs().values():
+        for log in self.all_logs().values() if logs is None else logs:
             try:
                 total += action(log) or 0
             except LogClosedError:
@@ -335,7 +353,8 @@ class LogManager:
 
     def flush_due(self, now_ms: int | None = None) -> int:
         """fsync logs whose flush.ms elapsed, and segments rolled since the
-        last flush; write leader-epoch checkpoints noted meanwhile."""
+        last flush; write leader-epoch checkpoints noted meanwhile. Only logs
+        that asked for it are visited, unless some topic sets flush.ms."""
         now = self._clock_ms() if now_ms is None else now_ms
 
         def flush(log: Log) -> int:
@@ -346,12 +365,19 @@ class LogManager:
             log.flush_rolled_segments()
             return 0
 
-        return self._each_open_log(flush)
+        noted = self._take_attention("flush")
+        with self._lock:
+            timed = any(c.flush_ms < NO_LIMIT for c in (self.default_config, *self._topic_configs.values()))
+        return self._each_open_log(flush, None if timed else noted)
 
     def purge_deleted(self, now_ms: int | None = None) -> int:
         """Unlink deleted segments and log dirs whose file.delete.delay.ms passed."""
         now = self._clock_ms() if now_ms is None else now_ms
-        purged = self._each_open_log(lambda log: log.purge_deleted(now))
+        pending = self._take_attention("purge")
+        purged = self._each_open_log(lambda log: log.purge_deleted(now), pending)
+        for log in pending:
+            if log.has_pending_deletions and not log.closed:
+                self._note_attention(log, "purge")   # not due yet
         with self._lock:
             due = [path for due_ms, path in self._deleted_dirs if due_ms <= now]
             self._deleted_dirs = [(d, p) for d, p in self._deleted_dirs if d > now]
