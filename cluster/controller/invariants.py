@@ -16,6 +16,7 @@ makes one leader per partition per leader epoch over the whole history.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from kafkactl.cluster.controller.context import ControllerContext
@@ -45,30 +46,38 @@ def check_invariants(ctx: ControllerContext, previous: ControllerContext | None 
     all of them; the simulation checks everything."""
     _require(ctx.shutting_down <= set(ctx.live_brokers),
              lambda: f"shutting-down brokers {sorted(ctx.shutting_down - set(ctx.live_brokers))} are not live")
-    changed = changed_partitions(ctx, previous) if only_changed and previous is not None else None
+    changes = changed_partitions(ctx, previous) if only_changed and previous is not None else None
+    changed = None if changes is None else changes.partitions
     for tp in (ctx.all_partitions() if changed is None else sorted(changed & ctx.assignments.keys())):
         if tp not in retrying:
             _check_partition(ctx, tp)
-    _check_bookkeeping(ctx, changed, previous)
+    _check_bookkeeping(ctx, changes)
     if previous is not None:
         _check_progress(ctx, previous, changed)
 
 
-def changed_partitions(ctx: ControllerContext, previous: ControllerContext) -> set[TopicPartition] | None:
-    """Partitions whose facts differ between the two contexts; None when a
-    change concerns every partition. The core replaces values and never
-    changes them, so an unchanged partition holds the very same objects."""
+@dataclass(frozen=True, slots=True)
+class Changes:
+    partitions: set[TopicPartition]
+    replicas: set[PartitionReplica]   # whose state changed, or whose partition's assignment did
+
+
+def changed_partitions(ctx: ControllerContext, previous: ControllerContext) -> Changes | None:
+    """Partitions (and replicas) whose facts differ between the two contexts;
+    None when a change concerns every partition. The core replaces values and
+    never changes them, so an unchanged partition holds the very same objects."""
     if (ctx.controller_epoch != previous.controller_epoch or ctx.config != previous.config
             or ctx.topic_ids != previous.topic_ids):
         return None
     changed: set[TopicPartition] = set()
-    for now, before in ((ctx.assignments, previous.assignments), (ctx.leadership, previous.leadership),
-                        (ctx.partition_states, previous.partition_states)):
+    for now, before in ((ctx.leadership, previous.leadership), (ctx.partition_states, previous.partition_states)):
         changed.update(tp for tp, value in now.items() if before.get(tp) is not value)
         changed.update(before.keys() - now.keys())
+    reassigned = {tp for tp, value in ctx.assignments.items() if previous.assignments.get(tp) is not value}
+    reassigned.update(previous.assignments.keys() - ctx.assignments.keys())
     now_replicas, before_replicas = ctx.replica_states, previous.replica_states
-    changed.update(r.topic_partition for r, state in now_replicas.items() if before_replicas.get(r) is not state)
-    changed.update(r.topic_partition for r in before_replicas.keys() - now_replicas.keys())
+    replicas = {r for r, state in now_replicas.items() if before_replicas.get(r) is not state}
+    replicas.update(before_replicas.keys() - now_replicas.keys())
     # A broker that died or came back changes what its partitions may be led by.
     moved = {b for b in ctx.live_brokers.keys() ^ previous.live_brokers.keys()} | {
         b for b, r in ctx.live_brokers.items() if b in previous.live_brokers and previous.live_brokers[b] != r}
@@ -76,8 +85,12 @@ def changed_partitions(ctx: ControllerContext, previous: ControllerContext) -> s
         changed.update(tp for tp, state in ctx.leadership.items() if state.leader in moved)
     deleting = ctx.topics_to_delete ^ previous.topics_to_delete
     if deleting:
-        changed.update(tp for tp in ctx.assignments if tp.topic in deleting)
-    return changed
+        reassigned.update(tp for tp in ctx.assignments if tp.topic in deleting)
+    for tp in reassigned:
+        replicas.update(PartitionReplica(tp, b) for b in {*ctx.replicas(tp), *previous.replicas(tp)})
+    changed.update(reassigned)
+    changed.update(r.topic_partition for r in replicas)
+    return Changes(changed, replicas)
 
 
 def _check_partition(ctx: ControllerContext, tp: TopicPartition) -> None:
@@ -117,17 +130,14 @@ def _check_partition(ctx: ControllerContext, tp: TopicPartition) -> None:
                  lambda: f"{tp}: {partition_state} with leader {state.leader}")
 
 
-def _check_bookkeeping(ctx: ControllerContext, changed: set[TopicPartition] | None = None,
-                       previous: ControllerContext | None = None) -> None:
+def _check_bookkeeping(ctx: ControllerContext, changes: Changes | None = None) -> None:
+    changed = None if changes is None else changes.partitions
     for tp in ctx.leadership if changed is None else changed & ctx.leadership.keys():
         _require(tp in ctx.assignments, lambda: f"{tp}: leadership of an unassigned partition")
     for tp in ctx.partition_states if changed is None else changed & ctx.partition_states.keys():
         _require(tp in ctx.assignments, lambda: f"{tp}: partition state of an unassigned partition")
-    if changed is None:
-        replica_states = ctx.replica_states.items()
-    else:   # any replica state of a changed partition is under one of these keys
-        keys = {PartitionReplica(tp, b) for tp in changed for b in (*ctx.replicas(tp), *previous.replicas(tp))}
-        replica_states = [(r, ctx.replica_states[r]) for r in keys if r in ctx.replica_states]
+    replica_states = ctx.replica_states.items() if changes is None else [
+        (r, ctx.replica_states[r]) for r in changes.replicas if r in ctx.replica_states]
     for replica, state in replica_states:
         tp = replica.topic_partition
         _require(replica.broker_id in ctx.replicas(tp), lambda: f"{replica}: state {state.value} of no replica")

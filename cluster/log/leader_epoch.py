@@ -89,6 +89,10 @@ class LeaderEpochCache:
         latest = self._entries[-1] if self._entries else None
         if latest is not None and latest.epoch == epoch and start_offset >= latest.start_offset:
             return False
+        if latest is None or (epoch > latest.epoch and start_offset > latest.start_offset):
+            self._entries.append(EpochEntry(epoch, start_offset))   # the usual case: a newer epoch
+            self._dirty = True
+            return True
         kept = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
         if len(self._entries) - len(kept) > 1 or (
                 len(kept) < len(self._entries) and self._entries[len(kept)].start_offset != start_offset):

@@ -52,8 +52,8 @@ def test_only_changed_looks_at_what_changed_and_everything_on_a_new_epoch():
     from kafkactl.cluster.controller.invariants import changed_partitions
     ctx = before.copy()
     ctx.leadership[TopicPartition("t", 2)] = replace(ctx.leadership[TopicPartition("t", 2)], zk_version=9)
-    assert changed_partitions(ctx, before) == {TopicPartition("t", 2)}
-    assert changed_partitions(before.copy(), before) == set()
+    assert changed_partitions(ctx, before).partitions == {TopicPartition("t", 2)}
+    assert changed_partitions(before.copy(), before).partitions == set()
     ctx.controller_epoch += 1
     assert changed_partitions(ctx, before) is None
 
