@@ -90,8 +90,16 @@ class BrokerClient:
     def request(self, request, timeout_s: float | None = None, response_cls=None):
         """Send `request` and return the decoded response (kio's class unless given)."""
         cls = response_cls or response_class(request.__api_key__, request.__version__)
+        frame, correlation_id = self.encode(request)
+        return self.exchange(frame, correlation_id, cls, timeout_s)
+
+    def encode(self, request) -> tuple[bytes, int]:
+        """The request's frame with the next correlation id, and that id."""
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        frame = encode_request(request, self._correlation_id, self.client_id)
+        return encode_request(request, self._correlation_id, self.client_id), self._correlation_id
+
+    def exchange(self, frame: bytes, correlation_id: int, cls, timeout_s: float | None = None):
+        """Send an encoded request frame and return its decoded response."""
         sock = self._connected()
         try:
             sock.settimeout(self.request_timeout_s if timeout_s is None else timeout_s)
@@ -107,7 +115,7 @@ class BrokerClient:
             self.close()
             raise BrokerConnectionError(f"{self.host}:{self.port}: {error or type(error).__name__}") from error
         try:
-            return decode_response(payload, cls, self._correlation_id)
+            return decode_response(payload, cls, correlation_id)
         except BrokerConnectionError:
             self.close()
             raise

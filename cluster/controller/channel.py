@@ -8,7 +8,10 @@ uses other connections and threads) and hands the response to the callback.
 Callbacks run on the sender thread and must only enqueue controller events.
 A request may also be given as a function that builds it: the sender thread
 calls it, so converting and encoding large requests (tens of thousands of
-partitions on a failover) runs off the event thread, for each broker at once.
+partitions on a failover) runs off the event thread. Building and encoding
+take one channel-wide lock: they compete for the same interpreter anyway,
+and one at a time the request queued first (the controller queues new
+leaders' LeaderAndIsr first) goes out at full speed instead of sharing it.
 
 A request that cannot be delivered is retried with bounded exponential
 backoff until it is delivered, the broker is removed from the channel (it
@@ -60,8 +63,10 @@ class _Pending:
 
 
 class _BrokerSender:
-    def __init__(self, endpoint: BrokerEndpoint, client: BrokerClient, queue_size: int) -> None:
+    def __init__(self, endpoint: BrokerEndpoint, client: BrokerClient, queue_size: int,
+                 build_lock: threading.Lock | None = None) -> None:
         self.endpoint = endpoint
+        self._build_lock = build_lock or threading.Lock()
         self._client = client   # connects lazily, and again after any failure
         self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=queue_size)
         self._removed = threading.Event()
@@ -93,17 +98,18 @@ class _BrokerSender:
         self._fail_queued()
 
     def _deliver(self, item: _Pending) -> None:
-        if callable(item.request):
-            try:
-                item.request = item.request()
-            except Exception as error:   # a bug in building it: fail this request only
-                log.exception("building a request to broker %s failed", self.endpoint.broker_id)
-                _call(item.callback, None, error)
-                return
+        try:
+            with self._build_lock:
+                request = item.request() if callable(item.request) else item.request
+                frame, correlation_id = self._client.encode(request)
+        except Exception as error:   # a bug in building it: fail this request only
+            log.exception("building a request to broker %s failed", self.endpoint.broker_id)
+            _call(item.callback, None, error)
+            return
         backoff_s = BACKOFF_INITIAL_S
         while not self._removed.is_set():
             try:
-                response = self._client.request(item.request, response_cls=item.response_cls)
+                response = self._client.exchange(frame, correlation_id, item.response_cls)
             except OSError as error:  # BrokerConnectionError included
                 log.info("request %s to broker %s failed (%s); retrying in %.2f s",
                          type(item.request).__name__, self.endpoint.broker_id, error, backoff_s)
@@ -139,6 +145,7 @@ class ControllerChannel:
         self._queue_size = queue_size
         self._senders: dict[int, _BrokerSender] = {}
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()   # see the module docstring
 
     def add_broker(self, endpoint: BrokerEndpoint) -> None:
         """Start (or re-point, after a restart on a new address) a broker's sender."""
@@ -150,7 +157,7 @@ class ControllerChannel:
                 current.remove()
             client = BrokerClient(endpoint.host, endpoint.port, self._client_id,
                                   connect_timeout_s=CONNECT_TIMEOUT_S, request_timeout_s=REQUEST_TIMEOUT_S)
-            self._senders[endpoint.broker_id] = _BrokerSender(endpoint, client, self._queue_size)
+            self._senders[endpoint.broker_id] = _BrokerSender(endpoint, client, self._queue_size, self._build_lock)
 
     def remove_broker(self, broker_id: int) -> None:
         with self._lock:

@@ -29,7 +29,7 @@ from kafkactl.cluster.controller.event_manager import ControllerEventManager
 from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
 from kafkactl.cluster.controller.model import (
-    ControlledShutdownReply, ControllerFencedError, StopReplica, TopicPartition,
+    ControlledShutdownReply, ControllerFencedError, LeaderAndIsr, StopReplica, TopicPartition,
 )
 from kafkactl.cluster.controller.wire import SEND_ORDER, response_class, wire_request
 from kafkactl.cluster.controller.zk_port import ZkPort
@@ -190,10 +190,11 @@ class Controller:
             self.channel.add_broker(BrokerEndpoint(registration.broker_id, registration.host, registration.port))
 
     def _send(self, requests) -> None:
-        # LeaderAndIsr to every broker before any UpdateMetadata: new leaders
-        # start serving first. Each broker still gets its requests in the
-        # core's order (LeaderAndIsr, UpdateMetadata, StopReplica).
-        for request in sorted(requests, key=lambda r: SEND_ORDER.index(type(r))):
+        # LeaderAndIsr to every broker before any UpdateMetadata, the broker
+        # taking over the most leaderships first: new leaders start serving
+        # first. Each broker still gets its requests in the core's order
+        # (LeaderAndIsr, UpdateMetadata, StopReplica).
+        for request in sorted(requests, key=_send_priority):
             log.info("controller %s: %s to broker %s (%d partitions)", self.broker_id,
                      type(request).__name__, request.broker_id, len(request.partitions))
             callback = self._stop_replica_callback(request) if isinstance(request, StopReplica) and request.delete else None
@@ -340,6 +341,12 @@ class Controller:
         if not done.wait(CONTROLLED_SHUTDOWN_TIMEOUT_S) or not answer:
             return ErrorCode.request_timed_out, []
         return answer[0]
+
+
+def _send_priority(request) -> tuple[int, int]:
+    leaderships = sum(1 for p in request.partitions if p.leader == request.broker_id) \
+        if isinstance(request, LeaderAndIsr) else 0
+    return SEND_ORDER.index(type(request)), -leaderships
 
 
 def _shutdown_answer(reply: ControlledShutdownReply | None) -> tuple[ErrorCode, list[tuple[str, int]]]:
