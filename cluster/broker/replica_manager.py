@@ -98,12 +98,36 @@ class PartitionStateStore:
       `zk_version` set to the znode's version; None if the znode is absent.
     - notify_isr_change(topic, partition): announce the change under
       /isr_change_notification (batched as the agent likes); best effort.
+    - write_partition_states / notify_isr_changes (optional): the same for
+      many partitions at once, pipelined; one result per write (the new
+      version, or the exception the single write would raise). A broker
+      that rejoins takes back thousands of ISRs in one fetch.
     Each call must be bounded by a timeout.
     """
 
     write_partition_state: Callable[[str, int, PartitionState, int], int]
     read_partition_state: Callable[[str, int], PartitionState | None]
     notify_isr_change: Callable[[str, int], None]
+    write_partition_states: Callable[[list[tuple[str, int, PartitionState, int]]], list] | None = None
+    notify_isr_changes: Callable[[list[tuple[str, int]]], None] | None = None
+
+    def write_many(self, writes: list[tuple[str, int, PartitionState, int]]) -> list:
+        if self.write_partition_states is not None:
+            return self.write_partition_states(writes)
+        results = []
+        for write in writes:
+            try:
+                results.append(self.write_partition_state(*write))
+            except Exception as error:  # reported per write, as the batched call does
+                results.append(error)
+        return results
+
+    def notify_many(self, partitions: list[tuple[str, int]]) -> None:
+        if self.notify_isr_changes is not None:
+            self.notify_isr_changes(partitions)
+            return
+        for topic, partition in partitions:
+            self.notify_isr_change(topic, partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -701,6 +725,7 @@ class ReplicaManager:
         if self.partition_state_store is None:
             return
         now_ms = self.clock_ms() if now_ms is None else now_ms
+        changes: list[tuple[Partition, tuple[int, ...]]] = []
         for partition in list(self.partitions.values()):
             if not partition.is_leader:   # unlocked peek; shrink_proposal checks again
                 continue
@@ -714,34 +739,41 @@ class ReplicaManager:
             if proposal is not None:
                 log.info("%s-%s: shrinking ISR from %s to %s", partition.topic, partition.index,
                          list(partition.isr), list(proposal))
-                self._change_isr(partition, proposal)
+                changes.append((partition, proposal))
+        self._change_isrs(changes)
 
     def _change_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> bool:
+        return partition in self._change_isrs([(partition, new_isr)])
+
+    def _change_isrs(self, changes: list[tuple[Partition, tuple[int, ...]]]) -> list[Partition]:
+        """Write the ISR changes (conditionally, pipelined) and announce the
+        ones that went in, in one notification; returns those partitions."""
         store = self.partition_state_store
-        if store is None:
-            return False
-        begun = partition.begin_isr_write(new_isr)
-        if begun is None:
-            return False
-        write, state, expected_zk_version = begun
+        if store is None or not changes:
+            return []
+        begun = [(partition, b) for partition, isr in changes if (b := partition.begin_isr_write(isr)) is not None]
+        if not begun:
+            return []
         try:
-            new_zk_version = store.write_partition_state(partition.topic, partition.index, state,
-                                                         expected_zk_version)
-        except PartitionStateConflict:
-            log.warning("%s-%s: partition state changed under us (expected zkVersion %s); re-reading",
-                        partition.topic, partition.index, expected_zk_version)
-            self._resolve_isr_write(partition, write)
-            return False
-        except Exception as error:  # the agent's ZooKeeper errors vary; the outcome is unknown
-            log.warning("%s-%s: ISR write failed, outcome unknown (high watermark frozen): %s",
-                        partition.topic, partition.index, error)
-            partition.isr_write_failed(write)
-            return False
-        if not partition.finish_isr_write(write, new_zk_version):
-            return False
-        self._announce_isr_change(partition)
-        self._notify_data()
-        return True
+            results = store.write_many([(p.topic, p.index, state, expected) for p, (_, state, expected) in begun])
+        except Exception as error:  # the whole batch failed before any answer: every outcome unknown
+            results = [error] * len(begun)
+        changed = []
+        for (partition, (write, _, expected_zk_version)), result in zip(begun, results):
+            if isinstance(result, PartitionStateConflict):
+                log.warning("%s-%s: partition state changed under us (expected zkVersion %s); re-reading",
+                            partition.topic, partition.index, expected_zk_version)
+                self._resolve_isr_write(partition, write)
+            elif isinstance(result, Exception):   # the agent's ZooKeeper errors vary: outcome unknown
+                log.warning("%s-%s: ISR write failed, outcome unknown (high watermark frozen): %s",
+                            partition.topic, partition.index, result)
+                partition.isr_write_failed(write)
+            elif partition.finish_isr_write(write, result):
+                changed.append(partition)
+        if changed:
+            self._announce_isr_changes(changed)
+            self._notify_data()
+        return changed
 
     def _resolve_isr_write(self, partition: Partition, write: _IsrWrite) -> None:
         try:
@@ -756,11 +788,11 @@ class ReplicaManager:
                         getattr(current, "leader_epoch", None), write.leader_epoch)
         self._notify_data()
 
-    def _announce_isr_change(self, partition: Partition) -> None:
+    def _announce_isr_changes(self, partitions: list[Partition]) -> None:
         try:
-            self.partition_state_store.notify_isr_change(partition.topic, partition.index)
-        except Exception as error:  # best effort: the controller also reads the state znode
-            log.warning("%s-%s: ISR change notification failed: %s", partition.topic, partition.index, error)
+            self.partition_state_store.notify_many([(p.topic, p.index) for p in partitions])
+        except Exception as error:  # best effort: the controller also reads the state znodes
+            log.warning("ISR change notification of %d partitions failed: %s", len(partitions), error)
 
     # --- produce
 
@@ -861,21 +893,37 @@ class ReplicaManager:
         is answered, or None when nothing was recorded (errors are reported by
         read_for_follower).
         """
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            return None
-        outcome = partition.record_follower_fetch(
-            follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, self.clock_ms(),
-            self.config.follower_fetch_pending_reads_insync_enable)
-        if outcome is None:
-            return None
-        fetch, high_watermark_moved, proposal = outcome
-        if proposal is not None and self.partition_state_store is not None:
-            log.info("%s-%s: expanding ISR from %s to %s", topic, index, list(partition.isr), list(proposal))
-            self._change_isr(partition, proposal)
+        [fetch] = self.begin_follower_fetches(
+            [(topic, index, fetch_offset, follower_log_start_offset, current_leader_epoch)], follower_id)
+        return fetch
+
+    def begin_follower_fetches(self, fetches: Iterable[tuple[str, int, int, int, int]],
+                               follower_id: int) -> list[FollowerFetch | None]:
+        """begin_follower_fetch for (topic, partition, fetch offset, log start
+        offset, current leader epoch) of one fetch; the ISR expansions they
+        prove are written together."""
+        now_ms = self.clock_ms()
+        pending_reads = self.config.follower_fetch_pending_reads_insync_enable
+        recorded: list[FollowerFetch | None] = []
+        expansions = []
+        high_watermark_moved = False
+        for topic, index, fetch_offset, follower_log_start_offset, current_leader_epoch in fetches:
+            partition = self.partitions.get((topic, index))
+            outcome = None if partition is None else partition.record_follower_fetch(
+                follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, now_ms, pending_reads)
+            if outcome is None:
+                recorded.append(None)
+                continue
+            fetch, moved, proposal = outcome
+            recorded.append(fetch)
+            high_watermark_moved |= moved
+            if proposal is not None and self.partition_state_store is not None:
+                log.info("%s-%s: expanding ISR from %s to %s", topic, index, list(partition.isr), list(proposal))
+                expansions.append((partition, proposal))
+        self._change_isrs(expansions)
         if high_watermark_moved:
             self._notify_data()   # acks=-1 producers and long-polling consumers
-        return fetch
+        return recorded
 
     def read_for_follower(self, topic: str, index: int, follower_id: int, fetch_offset: int, max_bytes: int,
                           current_leader_epoch: int, min_one_batch: bool) -> ReadResult:

@@ -273,25 +273,47 @@ class ZkAgent:
             write_partition_state=self._write_partition_state,
             read_partition_state=self._read_partition_state,
             notify_isr_change=self._notify_isr_change,
+            write_partition_states=self._write_partition_states,
+            notify_isr_changes=self._notify_isr_changes,
         )
 
     def _write_partition_state(self, topic: str, partition: int, state: codecs.PartitionState,
                                expected_zk_version: int) -> int:
-        """A leader's ISR change, conditional on the znode's version and on the
-        znode still naming this leader at its epoch: a topic deleted and created
-        again restarts its versions at 0, so the version alone could match a
-        state this (stale) leader never saw."""
-        path = layout.partition_state(topic, partition)
-        try:
-            data, stat = self.zk.get(path)
-            current = codecs.decode_partition_state(path, data, stat.version)
-            if (stat.version, current.leader, current.leader_epoch) != (
-                    expected_zk_version, state.leader, state.leader_epoch):
-                raise PartitionStateConflict(f"{path}: leader {current.leader} at epoch "
-                                             f"{current.leader_epoch}, version {stat.version}")
-            return self.zk.set(path, codecs.encode_partition_state(state), expected_zk_version).version
-        except (BadVersionError, NoNodeError) as error:
-            raise PartitionStateConflict(f"{path}: {type(error).__name__}") from None
+        [result] = self._write_partition_states([(topic, partition, state, expected_zk_version)])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _write_partition_states(self, writes: list[tuple[str, int, codecs.PartitionState, int]]) -> list:
+        """Leaders' ISR changes, each conditional on the znode's version and on
+        the znode still naming this leader at its epoch: a topic deleted and
+        created again restarts its versions at 0, so the version alone could
+        match a state this (stale) leader never saw. All reads are sent at
+        once, then all writes: one result per write, the new version or the
+        exception (PartitionStateConflict when it lost)."""
+        results: list = [None] * len(writes)
+        reads = [self.client.get_async(layout.partition_state(topic, partition))
+                 for topic, partition, _, _ in writes]
+        sets = []
+        for i, ((topic, partition, state, expected), read) in enumerate(zip(writes, reads)):
+            path = layout.partition_state(topic, partition)
+            try:
+                data, stat = zk_client.wait(read, ZK_CALL_TIMEOUT_S)
+                current = codecs.decode_partition_state(path, data, stat.version)
+            except Exception as error:
+                results[i] = _conflict_or(error, path)
+                continue
+            if (stat.version, current.leader, current.leader_epoch) != (expected, state.leader, state.leader_epoch):
+                results[i] = PartitionStateConflict(f"{path}: leader {current.leader} at epoch "
+                                                    f"{current.leader_epoch}, version {stat.version}")
+                continue
+            sets.append((i, path, self.client.set_async(path, codecs.encode_partition_state(state), expected)))
+        for i, path, future in sets:
+            try:
+                results[i] = zk_client.wait(future, ZK_CALL_TIMEOUT_S).version
+            except Exception as error:
+                results[i] = _conflict_or(error, path)
+        return results
 
     def _read_partition_state(self, topic: str, partition: int) -> codecs.PartitionState | None:
         path = layout.partition_state(topic, partition)
@@ -302,10 +324,13 @@ class ZkAgent:
         return codecs.decode_partition_state(path, data, stat.version)
 
     def _notify_isr_change(self, topic: str, partition: int) -> None:
-        # One notification per change: the controller reads and deletes them.
-        # Kafka batched them for seconds; prompt metadata matters more here.
-        self.zk.create(layout.ISR_CHANGE_PREFIX, codecs.encode_partition_list([(topic, partition)]),
-                       sequential=True)
+        self._notify_isr_changes([(topic, partition)])
+
+    def _notify_isr_changes(self, partitions: list[tuple[str, int]]) -> None:
+        # One notification per batch of changes: the controller reads and
+        # deletes them. Kafka batched them for seconds; prompt metadata
+        # matters more here.
+        self.zk.create(layout.ISR_CHANGE_PREFIX, codecs.encode_partition_list(partitions), sequential=True)
 
     # --- producer id blocks
 
@@ -324,6 +349,13 @@ class ZkAgent:
             except BadVersionError:
                 time.sleep(secrets.randbelow(50) / 1000)
         raise zk_client.ZooKeeperUnavailable("could not allocate a producer id block after 10 tries")
+
+
+def _conflict_or(error: Exception, path: str) -> Exception:
+    """A lost conditional write as PartitionStateConflict; anything else as it is."""
+    if isinstance(error, (BadVersionError, NoNodeError)):
+        return PartitionStateConflict(f"{path}: {type(error).__name__}")
+    return error
 
 
 def _resolved(config: BrokerConfig):

@@ -54,14 +54,10 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
 
 
 def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int) -> list:
-    fetches = []
-    for target in targets:
-        fetch = replica_manager.begin_follower_fetch(
-            target.topic, target.partition, replica_id, target.fetch_offset, target.log_start_offset,
-            target.current_leader_epoch)
-        if fetch is not None:
-            fetches.append(fetch)
-    return fetches
+    recorded = replica_manager.begin_follower_fetches(
+        [(t.topic, t.partition, t.fetch_offset, t.log_start_offset, t.current_leader_epoch) for t in targets],
+        replica_id)
+    return [fetch for fetch in recorded if fetch is not None]
 
 
 def _read_all(replica_manager, targets: list[FetchTarget], response_max_bytes: int, replica_id: int):

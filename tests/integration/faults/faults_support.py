@@ -727,3 +727,17 @@ class OfflineObserver:
         else:
             self.repeated += 1
         return consistent
+
+
+def assert_never_offline(observer: OfflineObserver, min_rounds: int) -> None:
+    """The observer ran (at least `min_rounds` rounds) and saw no partition offline."""
+    assert observer.rounds > min_rounds, f"the observer hardly ran: {observer.summary()}"
+    assert not observer.offline, "\n".join([observer.summary(), *observer.offline])
+
+
+def assert_nothing_lost(cluster: FaultCluster, topic: str, producer: LoadProducer) -> None:
+    """No delivery failed, every acknowledged message is in the log once and in
+    order, and every replica holds the same batches."""
+    assert not producer.failures, producer.summary()
+    assert_check(cluster.bootstrap, producer)
+    cluster.wait_replicas_agree(topic)

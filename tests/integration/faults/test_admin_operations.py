@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults_support import LoadProducer, assert_check, leftovers, partition_dir, wait_until
+from faults_support import LoadProducer, assert_check, assert_nothing_lost, leftovers, partition_dir, wait_until
 from kafkactl.cluster.zk import layout
 
 PARTITIONS = 3
@@ -75,6 +75,4 @@ def test_preferred_election_after_a_failover_puts_leaders_back(faults):
         print(f"leaders after the failover {moved}; after the election {preferred}")
     finally:
         producer.stop()
-    assert not producer.failures, producer.summary()
-    assert_check(cluster.bootstrap, producer)
-    cluster.wait_replicas_agree(topic)
+    assert_nothing_lost(cluster, topic, producer)

@@ -11,7 +11,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from faults_support import LoadProducer, assert_check, wait_until
+from faults_support import LoadProducer, assert_check, assert_nothing_lost, wait_until
 
 PARTITIONS = 3
 
@@ -38,9 +38,7 @@ def test_chasing_the_leader_with_kill_9_five_times(faults):
     finally:
         producer.stop()
     assert epochs == sorted(set(epochs)), f"leader epochs of partition 0 did not grow: {epochs}"
-    assert not producer.failures, producer.summary()
-    assert_check(cluster.bootstrap, producer)
-    cluster.wait_replicas_agree(topic)
+    assert_nothing_lost(cluster, topic, producer)
 
 
 @pytest.mark.slow
@@ -68,9 +66,7 @@ def test_kill_9_the_controller_under_load(faults):
         print(f"killed controller {old} (leader of {led}); new controller {new}")
     finally:
         producer.stop()
-    assert not producer.failures, producer.summary()
-    assert_check(cluster.bootstrap, producer)
-    cluster.wait_replicas_agree(topic)
+    assert_nothing_lost(cluster, topic, producer)
 
 
 def probe(bootstrap: str, topic: str, partition: int) -> str:

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from faults_support import (
-    LoadProducer, OfflineObserver, assert_check, leaders, leftovers, partition_dir,
-    preferred_leaders, wait_until,
+    LoadProducer, OfflineObserver, assert_never_offline, assert_nothing_lost, leaders, leftovers,
+    partition_dir, preferred_leaders, wait_until,
 )
 from kafkactl.cluster.zk import layout
 
@@ -80,12 +80,9 @@ def test_rolling_restart_by_controlled_shutdown_sees_no_offline_partition(faults
     print(f"leaders after the rolling restart {after_rolling}; after the preferred election "
           f"{leaders(cluster, topic)}")
     print(observer.summary())
-    assert observer.rounds > 100, f"the observer hardly ran: {observer.summary()}"
-    assert not observer.offline, "\n".join([observer.summary(), *observer.offline])
+    assert_never_offline(observer, min_rounds=100)
     assert leaders(cluster, topic) == preferred, diagnose()
-    assert not producer.failures, producer.summary()
-    assert_check(cluster.bootstrap, producer)
-    cluster.wait_replicas_agree(topic)
+    assert_nothing_lost(cluster, topic, producer)
 
 
 # ---- 2. reassignment to three other brokers --------------------------------------
@@ -136,12 +133,9 @@ def test_reassignment_to_three_other_brokers_under_load(faults):
                    diagnose=lambda: str(leftovers(dirs, topic, 0)))
     for broker_id in target:
         assert partition_dir(cluster.status.broker(broker_id).log_dirs, topic, 0) is not None, broker_id
-    assert observer.rounds > 20, f"the observer hardly ran: {observer.summary()}"
-    assert not observer.offline, "\n".join([observer.summary(), *observer.offline])
+    assert_never_offline(observer, min_rounds=20)
     cluster.wait_full_isr(topic)
-    assert not producer.failures, producer.summary()
-    assert_check(cluster.bootstrap, producer)
-    cluster.wait_replicas_agree(topic)
+    assert_nothing_lost(cluster, topic, producer)
 
 
 # ---- 3. automatic leader rebalance -----------------------------------------------
@@ -190,6 +184,4 @@ def test_auto_leader_rebalance_puts_leaders_back(faults):
           f"leaders {preferred} back {back_after:.1f} s after the restart")
     cluster.wait_full_isr(topic)
     assert leaders(cluster, topic) == preferred, diagnose()
-    assert not producer.failures, producer.summary()
-    assert_check(cluster.bootstrap, producer)
-    cluster.wait_replicas_agree(topic)
+    assert_nothing_lost(cluster, topic, producer)
