@@ -25,6 +25,7 @@ import re
 import shutil
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -80,6 +81,7 @@ def parse_partition_dir_name(name: str) -> TopicPartition | None:
 
 
 PLACEMENT_USAGE_MAX_AGE_MS = 1000
+SHUTDOWN_FLUSH_THREADS = 8
 
 
 class LogManager:
@@ -190,8 +192,12 @@ class LogManager:
         """Flush every log, write the checkpoints and the clean-shutdown markers."""
         with self._lock:
             logs = list(self._logs.values())
-        for log in logs:
-            log.flush()
+        # fsync releases the interpreter: several at once make a broker with
+        # thousands of logs stop in a fraction of the time (Kafka's
+        # num.recovery.threads.per.data.dir plays this part).
+        with ThreadPoolExecutor(max_workers=SHUTDOWN_FLUSH_THREADS, thread_name_prefix="shutdown-flush") as pool:
+            for _ in pool.map(Log.flush, logs):
+                pass
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         if high_watermarks is not None:
