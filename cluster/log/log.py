@@ -251,8 +251,10 @@ class Log:
                 for position, header in segment.iter_headers(0, segment.size_bytes):
                     collect(position, header)
         cache.truncate_from_end(self._log_end_offset)  # first: entries of cut batches must not clash
+        known = set(cache.entries)   # a rescanned segment finds these again: not a change
         for epoch, start_offset in epoch_starts:
-            cache.assign(epoch, start_offset)
+            if EpochEntry(epoch, start_offset) not in known:
+                cache.assign(epoch, start_offset)
         cache.truncate_from_end(self._log_end_offset)
         cache.truncate_from_start(self._log_start_offset)
         cache.persist()  # so the file exists even when nothing changed

@@ -355,7 +355,7 @@ PRODUCERS: list["LoadProducer"] = []
 class RingLogger(logging.Logger):
     """A logger that keeps its last `capacity` formatted records in memory."""
 
-    def __init__(self, name: str, capacity: int = 300) -> None:
+    def __init__(self, name: str, capacity: int = 600) -> None:
         super().__init__(name, logging.DEBUG)
         self.propagate = False
         self.lines: deque[str] = deque(maxlen=capacity)
@@ -410,7 +410,7 @@ class LoadProducer:
             # The idempotence state machine's log (PID, epoch bumps, drains) is
             # what explains a producer that stops making progress; kept in a
             # ring buffer and printed when a test fails.
-            "debug": "eos",
+            "debug": os.environ.get("KAFKACTL_TEST_RDKAFKA_DEBUG", "eos,topic,metadata,broker"),
             "logger": self.log_ring,
         }
         settings.update(config or {})

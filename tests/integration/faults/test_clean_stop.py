@@ -28,7 +28,11 @@ def test_sigterm_stops_every_broker_cleanly(faults):
     finished = False
     try:
         for round_ in range(ROUNDS):
-            producer.wait_progress(300)
+            # After a restart of every broker librdkafka may sit in its retry
+            # and reconnect backoffs for a while (once in CI it made no
+            # progress for 20 s, the cluster healthy); what matters is that
+            # it resumes within its message timeout and loses nothing.
+            producer.wait_progress(300, timeout_s=20 if round_ == 0 else 50)
             offsets = {b: cluster.log_file(b).stat().st_size for b in cluster.broker_ids}
             pids = {b: cluster.pid(b) for b in cluster.broker_ids}
             cluster.zk.stop()
