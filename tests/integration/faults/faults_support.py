@@ -279,28 +279,27 @@ class FaultCluster:
     def log_file(self, broker_id: int) -> Path:
         return Path(self.status.broker(broker_id).log_file)
 
-    def controller_lines(self, limit: int = 60) -> list[str]:
-        """What every controller decided and sent (from all broker logs), by time."""
-        lines = []
+    def _broker_log_lines(self, keep) -> list[tuple[str, int]]:
+        """(line, broker id) of every broker log line `keep` accepts, in time order
+        (the lines start with their timestamp)."""
+        found = []
         for broker in self.status.brokers:
             try:
                 text = Path(broker.log_file).read_text(errors="replace")
             except OSError:
                 continue
-            lines += [line for line in text.splitlines() if "controller.controller: controller" in line]
-        return sorted(lines)[-limit:]
+            found += [(line, broker.id) for line in text.splitlines() if keep(line)]
+        return sorted(found)
+
+    def controller_lines(self, limit: int = 60) -> list[str]:
+        """What every controller decided and sent (from all broker logs), by time."""
+        found = self._broker_log_lines(lambda line: "controller.controller: controller" in line)
+        return [line for line, _ in found][-limit:]
 
     def warning_lines(self, limit: int = 40) -> list[str]:
         """WARNING and ERROR lines of every broker log, by time."""
-        lines = []
-        for broker in self.status.brokers:
-            try:
-                text = Path(broker.log_file).read_text(errors="replace")
-            except OSError:
-                continue
-            lines += [f"[{broker.id}] {line}" for line in text.splitlines()
-                      if " WARNING " in line or " ERROR " in line]
-        return sorted(lines, key=lambda line: line.split("] ", 1)[1])[-limit:]
+        found = self._broker_log_lines(lambda line: " WARNING " in line or " ERROR " in line)
+        return [f"[{broker_id}] {line}" for line, broker_id in found][-limit:]
 
     def diagnostics(self) -> str:
         return "\n".join([f"cluster dir: {self.cluster.root}", "controller log lines (last 60):",
