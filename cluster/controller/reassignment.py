@@ -28,7 +28,7 @@ done (a different target for it in the znode is ignored, as before KIP-455).
 from __future__ import annotations
 
 from functools import partial
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kafkactl.cluster.controller import partition_state_machine as psm
 from kafkactl.cluster.controller import replica_state_machine as rsm
@@ -118,17 +118,21 @@ def _begin(ctx: ControllerContext, tp: TopicPartition, target: tuple[int, ...]) 
             rsm.transition(ctx.replica_states, replica, ReplicaStateName.NEW)
 
 
-def move_replicas_decision(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
-    """Steps 2 or 4 for partitions whose RS was just written."""
-    b = DecisionBuilder(ctx)
-    move_replicas(b, tps)
-    return b.decision(retry=_redo_move_replicas, then=finish_reassignments)
+def _step_with_retry(step: Callable[[DecisionBuilder, Iterable[TopicPartition]], None]):
+    """(decision, retry) for a per-partition step: the decision finishes the
+    reassignments that completed; a retry redoes the step for the partitions
+    whose conditional writes failed, and retries itself."""
+    def retry(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
+        b = DecisionBuilder(ctx)
+        step(b, tps)
+        return b.decision(retry=retry)
 
+    def decide(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
+        b = DecisionBuilder(ctx)
+        step(b, tps)
+        return b.decision(retry=retry, then=finish_reassignments)
 
-def _redo_move_replicas(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
-    b = DecisionBuilder(ctx)
-    move_replicas(b, tps)
-    return b.decision(retry=_redo_move_replicas)
+    return decide, retry
 
 
 def move_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
@@ -139,19 +143,6 @@ def move_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
             continue
         if not (set(reassignment.target) <= set(state.isr) and _complete(b, tp)):
             _bump_leader_epoch(b, tp)
-
-
-def reassignment_progress(ctx: ControllerContext, tps: Iterable[TopicPartition]) -> Decision:
-    """Step 4 for the partitions whose target has caught up."""
-    b = DecisionBuilder(ctx)
-    _progress(b, tps)
-    return b.decision(retry=_redo_progress, then=finish_reassignments)
-
-
-def _redo_progress(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
-    b = DecisionBuilder(ctx)
-    _progress(b, tps)
-    return b.decision(retry=_redo_progress)
 
 
 def _progress(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
@@ -196,6 +187,12 @@ def _complete(b: DecisionBuilder, tp: TopicPartition) -> bool:
         b.batch.stop_replica(broker_id, tp, delete=True)
     announce(b, tp)
     return True
+
+
+# Steps 2 or 4 for partitions whose RS was just written.
+move_replicas_decision, _ = _step_with_retry(move_replicas)
+# Step 4 for the partitions whose target has caught up.
+reassignment_progress, _ = _step_with_retry(_progress)
 
 
 def finish_reassignments(ctx: ControllerContext) -> Decision:
