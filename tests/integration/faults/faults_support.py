@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -542,13 +543,22 @@ def read_partition(bootstrap: str, topic: str, partition: int, timeout_s: float 
         consumer.close()
 
 
-def check(bootstrap: str, producer: LoadProducer, probe_prefix: bytes = b"probe-") -> CheckReport:
+def check(bootstrap: str, producer: LoadProducer, probe_prefix: bytes = b"probe-",
+          resent: Collection[int] = frozenset()) -> CheckReport:
     """Consume everything and compare it with the producer's delivery reports.
 
     Asserts: every acknowledged message is at its acknowledged offset, below
     the high watermark; no message is in the log twice; the log of each
     partition keeps the producer's order; every value in the log was produced
     by this producer (values starting with `probe_prefix` are tolerated).
+
+    `resent`: messages the producer may legitimately have written twice and
+    out of order, so neither is a problem for them (see
+    test_kill_9_two_brokers_stops_writes_until_one_returns): they were
+    possibly persisted (NOT_ENOUGH_REPLICAS_AFTER_APPEND), and after other
+    messages timed out librdkafka bumped its producer epoch and sent them
+    again under new sequence numbers, which no broker can deduplicate
+    (KIP-360). They must still be where they were acknowledged.
     """
     assert producer.unfinished == 0, f"{producer.unfinished} messages without a delivery report"
     with producer.lock:
@@ -579,18 +589,21 @@ def check(bootstrap: str, producer: LoadProducer, probe_prefix: bytes = b"probe-
             except (TypeError, ValueError):
                 problems.append(f"partition {partition} offset {offset}: foreign value {value!r}")
                 continue
-            if seq in seen:
+            if seq in seen and seq not in resent:
                 problems.append(f"duplicate: seq {seq} at {seen[seq]} and ({partition}, {offset})")
             seen[seq] = (partition, offset)
             if seq % producer.partitions != partition or seq >= produced:
                 problems.append(f"seq {seq} in partition {partition}: never produced there")
+            if seq in resent:
+                continue
             if seq <= last_seq:
                 problems.append(f"partition {partition}: seq {seq} at offset {offset} after seq {last_seq}")
             last_seq = max(last_seq, seq)
         report.in_log += sum(1 for s, (p, _) in seen.items() if p == partition)
 
         partition_acks = sorted((a for a in acks if a.partition == partition), key=lambda a: a.seq)
-        for earlier, later in zip(partition_acks, partition_acks[1:]):
+        in_order = [a for a in partition_acks if a.seq not in resent]
+        for earlier, later in zip(in_order, in_order[1:]):
             if later.offset <= earlier.offset:
                 problems.append(f"partition {partition}: seq {later.seq} acknowledged at offset "
                                 f"{later.offset}, not after seq {earlier.seq} at {earlier.offset}")
@@ -606,8 +619,8 @@ def check(bootstrap: str, producer: LoadProducer, probe_prefix: bytes = b"probe-
     return report
 
 
-def assert_check(bootstrap: str, producer: LoadProducer) -> CheckReport:
-    report = check(bootstrap, producer)
+def assert_check(bootstrap: str, producer: LoadProducer, resent: Collection[int] = frozenset()) -> CheckReport:
+    report = check(bootstrap, producer, resent=resent)
     print(f"checker: {report}; producer: {producer.summary()}")
     assert not report.problems, "\n".join([str(report), *report.problems[:30]])
     return report
