@@ -1,4 +1,6 @@
-"""Helpers every noun module uses: the shared options and the ZooKeeper address."""
+"""Helpers every noun module uses: the shared options and the ZooKeeper connection."""
+
+from contextlib import contextmanager
 
 import typer
 
@@ -26,3 +28,32 @@ def zookeeper_address(ctx: typer.Context) -> str:
 def timeout_s(ctx: typer.Context, default_s: float) -> float:
     value = shared(ctx).timeout_s
     return default_s if value is None else value
+
+
+ZK_TIMEOUT_S = 10.0
+
+
+def connect_zookeeper(address: str, timeout_s: float):
+    """A started kazoo client; unit tests replace this with an in-memory one."""
+    from kafkactl.cluster.zk import client as zk_client
+
+    return zk_client.connect(address, connection_timeout_ms=int(timeout_s * 1000))
+
+
+@contextmanager
+def zookeeper(ctx: typer.Context):
+    """The cluster's ZooKeeper for the length of a command, bounded by --timeout."""
+    from kafkactl.cluster.zk import client as zk_client
+
+    from .errors import CliError
+
+    address = zookeeper_address(ctx)
+    try:
+        client = connect_zookeeper(address, timeout_s(ctx, ZK_TIMEOUT_S))
+    except zk_client.ZooKeeperUnavailable as error:
+        raise CliError(f"{error}; is the cluster up? (`kafkactl cluster status`)") from None
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()

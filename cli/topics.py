@@ -6,32 +6,12 @@ full command set (alter, delete, filters, explicit assignments) grows here.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import typer
 
-from .common import SHARED_EPILOG, shared, timeout_s, zookeeper_address
+from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 from .errors import CliError, CliUsageError
 
-ZK_TIMEOUT_S = 10.0
-
 app = typer.Typer(help="List, describe and create topics.", no_args_is_help=True, epilog=SHARED_EPILOG)
-
-
-@contextmanager
-def _zookeeper(ctx: typer.Context):
-    from kafkactl.cluster.zk import client as zk_client
-
-    address = zookeeper_address(ctx)
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    try:
-        client = zk_client.connect(address, connection_timeout_ms=int(deadline_s * 1000))
-    except zk_client.ZooKeeperUnavailable as error:
-        raise CliError(f"{error}; is the cluster up? (`kafkactl cluster status`)") from None
-    try:
-        yield client
-    finally:
-        zk_client.close(client)
 
 
 @app.command("list", epilog=SHARED_EPILOG)
@@ -41,7 +21,7 @@ def list_(ctx: typer.Context) -> None:
 
     from .output import emit
 
-    with _zookeeper(ctx) as client:
+    with zookeeper(ctx) as client:
         names = list_topics(client, timeout_s(ctx, ZK_TIMEOUT_S))
     emit(names, shared(ctx).output, lambda: "\n".join(names) if names else "(no topics)")
 
@@ -57,7 +37,7 @@ def describe(
     from .output import emit, render_table
 
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with _zookeeper(ctx) as client:
+    with zookeeper(ctx) as client:
         names = list(topics) if topics else list_topics(client, deadline_s)
         described = describe_topics(client, names, deadline_s)
     missing = [name for name, partitions in described.items() if partitions is None]
@@ -99,7 +79,7 @@ def create(
     except (InvalidTopicName, TopicConfigError) as error:
         raise CliUsageError(str(error)) from None
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with _zookeeper(ctx) as client:
+    with zookeeper(ctx) as client:
         brokers = [BrokerInfo(b.broker_id, b.rack) for b in live_brokers(client, deadline_s)]
         try:
             assignment = assign_replicas(brokers, partitions, replication_factor)

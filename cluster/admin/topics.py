@@ -26,6 +26,9 @@ def create_topic(client, topic: str, assignment: dict[int, list[int]], config: d
                  timeout_s: float = ZK_TIMEOUT_S) -> str:
     """Write the topic's config and assignment atomically; returns the topic id."""
     topic_id = codecs.new_topic_id()
+    # Brokers create these at start-up; a ZooKeeper no broker has used yet lacks them.
+    for parent in ("/config/topics", layout.BROKER_TOPICS):
+        wait(client.ensure_path_async(parent), timeout_s)
     transaction = client.transaction()
     config_exists = wait(client.exists_async(layout.topic_config(topic)), timeout_s) is not None
     if config_exists:

@@ -1,4 +1,9 @@
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_zookeeper
 
 
 @pytest.fixture(autouse=True)
@@ -8,3 +13,16 @@ def isolated_user_files(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "home" / "state"))
     monkeypatch.delenv("KAFKACTL_ZOOKEEPER", raising=False)
     monkeypatch.delenv("KAFKACTL_BROKER_MODULE", raising=False)
+
+
+@pytest.fixture
+def fake_zookeeper(monkeypatch):
+    """Commands talk to an in-memory ZooKeeper (fake_zookeeper.py) instead of a real one."""
+    from fake_zookeeper import FakeZooKeeper
+
+    from kafkactl.cli import common
+
+    zookeeper = FakeZooKeeper()
+    monkeypatch.setattr(common, "connect_zookeeper", lambda address, timeout_s: zookeeper)
+    monkeypatch.setenv("KAFKACTL_ZOOKEEPER", "fake:2181")
+    return zookeeper
