@@ -19,6 +19,7 @@ from functools import cache
 from kio.serial import entity_reader, entity_writer
 
 from kafkactl.cluster.protocol.codec import response_class
+from kafkactl.cluster.protocol.control_writer import EncodedRequest
 from kafkactl.cluster.protocol.framing import read_unsigned_varint
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,12 @@ def encode_request(request, correlation_id: int, client_id: str | None) -> bytes
         header += struct.pack(">h", len(encoded)) + encoded
     if request.__flexible__:
         header += b"\x00"  # no tagged fields
-    body = io.BytesIO()
-    _writer(type(request))(body, request)
-    payload = header + body.getvalue()
+    if isinstance(request, EncodedRequest):   # the controller's big requests, written directly
+        payload = header + request.body
+    else:
+        body = io.BytesIO()
+        _writer(type(request))(body, request)
+        payload = header + body.getvalue()
     return struct.pack(">i", len(payload)) + payload
 
 

@@ -1,4 +1,9 @@
-"""The core's broker requests (model) as wire requests (protocol.control)."""
+"""The core's broker requests (model) as wire requests (protocol.control).
+
+LeaderAndIsr and UpdateMetadata, which carry a state per partition, are
+encoded straight to bytes (protocol.control_writer); StopReplica, small, is a
+kio entity.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import uuid
 from collections import defaultdict
 
 from kafkactl.cluster.controller import model
-from kafkactl.cluster.protocol import control
+from kafkactl.cluster.protocol import control, control_writer
 from kafkactl.cluster.zk.codecs import BrokerRegistration, topic_id_from_string
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -47,39 +52,22 @@ def _by_topic(partitions):
     return grouped
 
 
-def leader_and_isr(request: model.LeaderAndIsr) -> control.LeaderAndIsrRequest:
-    topics = tuple(
-        control.LeaderAndIsrTopicState(topic_name=topic, topic_id=_topic_uuid(topic_id), partition_states=tuple(
-            control.LeaderAndIsrPartitionState(
-                partition_index=p.partition, controller_epoch=p.controller_epoch, leader=p.leader,
-                leader_epoch=p.leader_epoch, isr=tuple(p.isr), partition_epoch=p.zk_version,
-                replicas=tuple(p.replicas), adding_replicas=tuple(p.adding_replicas),
-                removing_replicas=tuple(p.removing_replicas), is_new=p.is_new,
-                leader_recovery_state=p.leader_recovery_state)
-            for p in partitions))
-        for (topic, topic_id), partitions in _by_topic(request.partitions).items())
-    return control.LeaderAndIsrRequest(
-        controller_id=request.controller_id, controller_epoch=request.controller_epoch,
-        broker_epoch=request.broker_epoch,
-        type=control.LEADER_AND_ISR_TYPE_FULL if request.full else control.LEADER_AND_ISR_TYPE_INCREMENTAL,
-        topic_states=topics,
-        live_leaders=tuple(control.LeaderAndIsrLiveLeader(broker_id=b.broker_id, host_name=b.host, port=b.port)
-                           for b in request.live_leaders))
+def leader_and_isr(request: model.LeaderAndIsr) -> control_writer.EncodedRequest:
+    return control_writer.leader_and_isr_body(
+        request.controller_id, request.controller_epoch, request.broker_epoch,
+        control.LEADER_AND_ISR_TYPE_FULL if request.full else control.LEADER_AND_ISR_TYPE_INCREMENTAL,
+        _topics(request.partitions),
+        [(b.broker_id, b.host, b.port) for b in request.live_leaders])
 
 
-def update_metadata(request: model.UpdateMetadata) -> control.UpdateMetadataRequest:
-    topics = tuple(
-        control.UpdateMetadataTopicState(topic_name=topic, topic_id=_topic_uuid(topic_id), partition_states=tuple(
-            control.UpdateMetadataPartitionState(
-                partition_index=p.partition, controller_epoch=p.controller_epoch, leader=p.leader,
-                leader_epoch=p.leader_epoch, isr=tuple(p.isr), zk_version=p.zk_version,
-                replicas=tuple(p.replicas), offline_replicas=tuple(p.offline_replicas))
-            for p in partitions))
-        for (topic, topic_id), partitions in _by_topic(request.partitions).items())
-    return control.UpdateMetadataRequest(
-        controller_id=request.controller_id, controller_epoch=request.controller_epoch,
-        broker_epoch=request.broker_epoch, topic_states=topics,
-        live_brokers=tuple(_live_broker(b) for b in request.live_brokers))
+def update_metadata(request: model.UpdateMetadata) -> control_writer.EncodedRequest:
+    return control_writer.update_metadata_body(
+        request.controller_id, request.controller_epoch, request.broker_epoch,
+        _topics(request.partitions), [_live_broker(b) for b in request.live_brokers])
+
+
+def _topics(partitions) -> list[tuple[str, uuid.UUID, list]]:
+    return [(topic, _topic_uuid(topic_id), states) for (topic, topic_id), states in _by_topic(partitions).items()]
 
 
 def _live_broker(registration: BrokerRegistration) -> control.UpdateMetadataBroker:
