@@ -169,13 +169,17 @@ class Controller:
     def _run(self, decide: Callable[[ControllerContext], object], check_all: bool = False) -> list:
         """Make a decision and carry it out; invariants are checked after each
         step, on the partitions it changed (everything with `check_all`)."""
+        timer = _StepTimer(time.monotonic())
         decision = decide(self.context)
+        timer.decided_s = time.monotonic()
         before = self.context
-        context, replies = execute(self.context, decision, self._port, self._send,
+        context, replies = execute(self.context, decision, _TimedPort(self._port, timer),
+                                   lambda requests: self._send(requests, timer),
                                    on_outcome=lambda ctx, waiting: check_invariants(
                                        ctx, before, waiting, only_changed=not check_all))
         self.context = context
         self._sync_channel()
+        timer.report(self.broker_id)
         return replies
 
     def _sync_channel(self) -> None:
@@ -189,7 +193,9 @@ class Controller:
         for registration in registrations.values():
             self.channel.add_broker(BrokerEndpoint(registration.broker_id, registration.host, registration.port))
 
-    def _send(self, requests) -> None:
+    def _send(self, requests, timer: "_StepTimer | None" = None) -> None:
+        if timer is not None:
+            timer.sent(len(requests))
         # LeaderAndIsr to every broker before any UpdateMetadata, the broker
         # taking over the most leaderships first: new leaders start serving
         # first. Each broker still gets its requests in the core's order
@@ -355,3 +361,52 @@ def _shutdown_answer(reply: ControlledShutdownReply | None) -> tuple[ErrorCode, 
     if reply.error is not None:
         return ErrorCode[reply.error.lower()], []
     return ErrorCode.none, [(tp.topic, tp.partition) for tp in reply.partitions_remaining]
+
+
+class _StepTimer:
+    """Where a step's time went, logged for steps big enough to matter (a
+    failover of thousands of partitions): decision, ZooKeeper writes, until
+    the requests are queued, and the invariant checks after."""
+
+    REPORT_WRITES = 1000
+
+    def __init__(self, start_s: float) -> None:
+        self.start_s = start_s
+        self.decided_s = start_s
+        self.writes = 0
+        self.writes_s = 0.0
+        self.first_send_s: float | None = None
+        self.requests = 0
+
+    def sent(self, count: int) -> None:
+        if self.first_send_s is None:
+            self.first_send_s = time.monotonic()
+        self.requests += count
+
+    def report(self, broker_id: int) -> None:
+        if self.writes < self.REPORT_WRITES:
+            return
+        ms = lambda t: (t - self.start_s) * 1000  # noqa: E731
+        sent = f"{ms(self.first_send_s):.0f}" if self.first_send_s is not None else "-"
+        log.info("controller %s: step of %d writes: decided at %.0f ms, writes took %.0f ms, "
+                 "%d requests queued at %s ms, done at %.0f ms", broker_id, self.writes,
+                 ms(self.decided_s), self.writes_s * 1000, self.requests, sent, ms(time.monotonic()))
+
+
+class _TimedPort:
+    """The ZooKeeper port, timing the writes for _StepTimer."""
+
+    def __init__(self, port: ZkPort, timer: _StepTimer) -> None:
+        self._port = port
+        self._timer = timer
+
+    def apply_writes(self, writes, controller_epoch_zk_version):
+        start_s = time.monotonic()
+        try:
+            return self._port.apply_writes(writes, controller_epoch_zk_version)
+        finally:
+            self._timer.writes += len(writes)
+            self._timer.writes_s += time.monotonic() - start_s
+
+    def read_partition_states(self, partitions):
+        return self._port.read_partition_states(partitions)
