@@ -1,0 +1,152 @@
+"""`kafkactl configs`: dynamic topic and broker configs, as kafka-configs.sh writes them in ZooKeeper mode.
+
+Overrides live in /config/topics/<t>, /config/brokers/<id> and
+/config/brokers/<default>; every change also creates a
+/config/changes/config_change_ notification, in the same multi, which is
+how brokers learn of it.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from .errors import CliError, CliUsageError
+
+app = typer.Typer(help="Describe and alter dynamic topic and broker configs.", no_args_is_help=True,
+                  epilog=SHARED_EPILOG)
+
+_TOPIC = typer.Option(None, "--topic", metavar="TOPIC", help="A topic's configs.")
+_BROKER = typer.Option(None, "--broker", metavar="ID", min=0, help="A broker's own dynamic configs.")
+_DEFAULT = typer.Option(False, "--broker-default",
+                        help="The cluster-wide dynamic broker defaults (/config/brokers/<default>).")
+
+
+@app.command(epilog=SHARED_EPILOG)
+def describe(ctx: typer.Context, topic: str | None = _TOPIC, broker: int | None = _BROKER,
+             broker_default: bool = _DEFAULT) -> None:
+    """A topic's overrides and the defaults of the other keys, or a broker's
+    dynamic configs (its own and the cluster-wide defaults it inherits).
+
+    Topic defaults shown are Kafka's; a broker's server.properties may change
+    them and is not in ZooKeeper."""
+    from kafkactl.cluster.admin import configs
+
+    entity = _entity(topic, broker, broker_default)
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        if entity.entity_type == configs.TOPICS:
+            _require_topic(client, entity.name, deadline_s)
+        wanted = [entity] if entity.entity_type == configs.TOPICS else [configs.broker_entity(None), entity]
+        stored = configs.read_configs(client, wanted, deadline_s)
+    rows = _topic_rows(stored[entity].config) if entity.entity_type == configs.TOPICS else _broker_rows(stored, entity)
+    _emit(ctx, rows, lambda: _table(rows))
+
+
+@app.command(epilog=SHARED_EPILOG)
+def alter(
+    ctx: typer.Context,
+    topic: str | None = _TOPIC,
+    broker: int | None = _BROKER,
+    broker_default: bool = _DEFAULT,
+    add: list[str] | None = typer.Option(None, "--add", metavar="KEY=VALUE",
+                                         help="Set a config (repeatable; the value is taken as is)."),
+    delete: list[str] | None = typer.Option(None, "--delete", metavar="KEY", help="Remove an override (repeatable)."),
+) -> None:
+    """Set or remove overrides: keys and values are checked first (an unknown
+    key or bad value writes nothing), then the config and its change
+    notification are written in one ZooKeeper multi.
+
+    Broker configs kafkactl sets: the replication throttle rates
+    (leader.replication.throttled.rate, follower.replication.throttled.rate,
+    replica.alter.log.dirs.io.max.bytes.per.second)."""
+    from kafkactl.cluster.admin import configs
+
+    entity = _entity(topic, broker, broker_default)
+    additions = _parse_pairs(add or [])
+    deletions = [k.strip() for k in delete or [] if k.strip()]
+    if not additions and not deletions:
+        raise CliUsageError("nothing to change: give --add KEY=VALUE or --delete KEY")
+    try:
+        configs.validate(entity, additions)   # before connecting: bad input never waits on ZooKeeper
+    except configs.ConfigError as error:
+        raise CliUsageError(f"--add {error}") from None
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        if entity.entity_type == configs.TOPICS:
+            _require_topic(client, entity.name, deadline_s)
+        try:
+            config = configs.alter(client, entity, additions, deletions, deadline_s)
+        except configs.ConfigError as error:
+            raise CliUsageError(str(error)) from None
+        except configs.ConcurrentChange as error:
+            raise CliError(str(error)) from None
+    result = {"entity": entity.entity_path, "config": config}
+    _emit(ctx, result, lambda: f"updated {entity.label()}: " +
+          (", ".join(f"{k}={v}" for k, v in sorted(config.items())) or "no overrides left"))
+
+
+def _entity(topic: str | None, broker: int | None, broker_default: bool):
+    from kafkactl.cluster.admin import configs
+
+    chosen = [name for name, given in (("--topic", topic is not None), ("--broker", broker is not None),
+                                       ("--broker-default", broker_default)) if given]
+    if len(chosen) != 1:
+        raise CliUsageError("choose exactly one of --topic TOPIC, --broker ID or --broker-default"
+                            + (f" (got {' and '.join(chosen)})" if chosen else ""))
+    if topic is not None:
+        if not topic.strip():
+            raise CliUsageError("--topic: give a topic name")
+        return configs.topic_entity(topic)
+    return configs.broker_entity(None if broker_default else broker)
+
+
+def _require_topic(client, topic: str, deadline_s: float) -> None:
+    from kafkactl.cluster.zk import layout
+    from kafkactl.cluster.zk.client import wait
+
+    if wait(client.exists_async(layout.topic(topic)), deadline_s) is None:
+        raise CliUsageError(f"--topic: topic {topic!r} does not exist (see `kafkactl topics list`)")
+
+
+def _parse_pairs(items: list[str]) -> dict[str, str]:
+    parsed = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliUsageError(f"--add {item!r}: expected KEY=VALUE")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def _topic_rows(overrides: dict[str, str]) -> list[dict]:
+    from kafkactl.cluster.admin.configs import topic_defaults
+
+    defaults = topic_defaults()
+    rows = [{"key": k, "value": overrides[k] if k in overrides else defaults[k],
+             "source": "override" if k in overrides else "default"} for k in sorted(defaults)]
+    # Keys this version does not know, written by someone else: still shown.
+    rows += [{"key": k, "value": v, "source": "override"} for k, v in sorted(overrides.items()) if k not in defaults]
+    return rows
+
+
+def _broker_rows(stored: dict, entity) -> list[dict]:
+    from kafkactl.cluster.admin import configs
+
+    default = stored[configs.broker_entity(None)].config
+    own = stored[entity].config if entity.name != configs.BROKER_DEFAULT else {}
+    rows = {k: {"key": k, "value": v, "source": "cluster default"} for k, v in default.items()}
+    rows.update({k: {"key": k, "value": v, "source": f"broker {entity.name}"} for k, v in own.items()})
+    return [rows[k] for k in sorted(rows)]
+
+
+def _table(rows: list[dict]) -> str:
+    from .output import render_table
+
+    return render_table([[r["key"], r["value"], r["source"]] for r in rows], ["KEY", "VALUE", "SOURCE"])
+
+
+def _emit(ctx, data, table) -> None:
+    from .output import emit
+
+    emit(data, shared(ctx).output, table)

@@ -1,0 +1,470 @@
+"""`kafkactl reassign`: move partition replicas, as kafka-reassign-partitions.sh does in ZooKeeper mode.
+
+Plans are Kafka's reassignment JSON, so plans made by Kafka's own tool (with
+or without log_dirs) and by the planner are accepted as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from .errors import CliError, CliUsageError
+
+app = typer.Typer(help="Move partition replicas between brokers (Kafka's reassignment JSON).",
+                  no_args_is_help=True, epilog=SHARED_EPILOG)
+
+WAIT_TIMEOUT_S = 600.0
+
+_PLAN_HELP = "Kafka's reassignment JSON (from `reassign generate`, kafka-reassign-partitions.sh or the planner)."
+
+
+@app.command(epilog=SHARED_EPILOG)
+def generate(
+    ctx: typer.Context,
+    topics: list[str] = typer.Option(..., "--topics", metavar="TOPIC[,TOPIC...]",
+                                     help="Topics to move (repeatable, or comma-separated)."),
+    brokers: str = typer.Option(..., "--brokers", metavar="ID,ID,...", help="Brokers to spread them over."),
+) -> None:
+    """Propose a plan with Kafka's (rack-aware) assignment over --brokers; also
+    print the current assignment, to keep for a rollback. Writes nothing."""
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin.plan_file import format_reassignment
+    from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo
+    from kafkactl.cluster.admin.topics import live_brokers
+
+    names = _split(topics)
+    broker_ids = _broker_ids(brokers)
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        views = ra.read_partitions(client, names, deadline_s)
+        registered = {b.broker_id: b for b in live_brokers(client, deadline_s)}
+    missing = [t for t, parts in views.items() if parts is None]
+    if missing:
+        raise CliUsageError(f"--topics: topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
+    unknown = [b for b in broker_ids if b not in registered]
+    if unknown:
+        raise CliUsageError(f"--brokers: broker {unknown[0]} is not registered "
+                            f"(registered: {_ids(sorted(registered)) or 'none'})")
+    try:
+        proposed = ra.propose(views, [BrokerInfo(b, registered[b].rack) for b in broker_ids])
+    except AssignmentError as error:
+        raise CliUsageError(f"--brokers: {error}") from None
+    current = {tp: list(v.original) for tp, v in ra.flatten(views).items()}
+    result = {"current": format_reassignment(current), "proposed": format_reassignment(proposed)}
+    _emit(ctx, result, lambda: (
+        "Current partition replica assignment (keep it to roll back):\n"
+        f"{json.dumps(result['current'])}\n\n"
+        "Proposed partition reassignment configuration:\n"
+        f"{json.dumps(result['proposed'])}"))
+
+
+@app.command(epilog=SHARED_EPILOG)
+def execute(
+    ctx: typer.Context,
+    plan: Path = typer.Option(..., "--plan", metavar="FILE", help=_PLAN_HELP),
+    throttle: int | None = typer.Option(None, "--throttle", metavar="BYTES_PER_S", min=1,
+                                        help="Replication throttle for the moving replicas, per broker."),
+    wait: bool = typer.Option(False, "--wait", help="Show progress until every partition is done."),
+    rollback_file: Path | None = typer.Option(
+        None, "--rollback-file", metavar="PATH",
+        help="Where to save the current assignment [default: a new file in kafkactl's state dir]."),
+) -> None:
+    """Start a reassignment: validate the whole plan, save the current
+    assignment as a rollback plan, then write the throttles (with --throttle)
+    and /admin/reassign_partitions in one ZooKeeper multi.
+
+    Refused while another reassignment runs. Throttles stay until `reassign
+    verify` finds every partition complete. --timeout bounds --wait
+    (default 600 s)."""
+    from kafkactl.cluster.admin import configs
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
+    from kafkactl.cluster.admin.topics import live_brokers
+
+    entries = read_plan(plan)
+    targets = ra.targets_of(entries)
+    zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        _refuse_if_running(client, zk_timeout_s)
+        views = ra.read_partitions(client, sorted({t for t, _ in targets}), zk_timeout_s)
+        brokers = live_brokers(client, zk_timeout_s)
+        try:
+            check_against_cluster(entries, ra.partition_numbers(views), [b.broker_id for b in brokers], str(plan))
+        except PlanError as error:
+            raise CliUsageError(str(error)) from None
+        flat = ra.flatten(views)
+        _refuse_moving(flat, targets)
+        current = {tp: list(flat[tp].replicas) for tp in targets}
+        writes = ra.throttle_writes(client, ra.compute_throttles(current, targets), throttle, zk_timeout_s) \
+            if throttle else configs.ConfigWrites()
+        _warn_about_log_dirs(entries)
+        saved = save_rollback(current, rollback_file)
+        _start(client, targets, writes, zk_timeout_s)
+        moving = ra.moving_partitions(current, targets)
+        result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
+                  "throttle_bytes_per_s": throttle,
+                  "throttled_entities": [e.entity_path for e in writes.changes]}
+        print(f"current assignment saved to {saved} (roll back with `kafkactl reassign execute --plan {saved}`)",
+              file=sys.stderr)
+        if not wait:
+            _emit(ctx, result, lambda: f"started reassignment of {len(targets)} partitions "
+                  f"({len(moving)} move replicas); follow with `kafkactl reassign verify --plan {plan}`")
+            return
+        states = wait_with_progress(client, targets, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s)
+    _report_wait(ctx, result, states, plan)
+
+
+@app.command(epilog=SHARED_EPILOG)
+def verify(
+    ctx: typer.Context,
+    plan: Path = typer.Option(..., "--plan", metavar="FILE", help=_PLAN_HELP),
+) -> None:
+    """Each partition of the plan: complete, in progress (with how far each new
+    replica is behind its leader, from the brokers) or failed. Once all are
+    complete, removes the throttles (topic and broker configs). Exit 1 while
+    any partition is not complete."""
+    from kafkactl.cluster.admin import configs
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
+    from kafkactl.cluster.admin.topics import live_brokers
+
+    entries = read_plan(plan)
+    targets = ra.targets_of(entries)
+    zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        views = ra.read_partitions(client, sorted({t for t, _ in targets}), zk_timeout_s)
+        try:  # brokers may have left since: only the partitions must exist
+            check_against_cluster(entries, ra.partition_numbers(views), {r for e in entries for r in e.replicas},
+                                  str(plan))
+        except PlanError as error:
+            raise CliUsageError(str(error)) from None
+        states = ra.progress(targets, ra.flatten(views), ra.read_running(client, zk_timeout_s))
+        moving = [s for s in states if s.status == ra.IN_PROGRESS]
+        lags = ra.replica_lags({b.broker_id: b for b in live_brokers(client, zk_timeout_s)}, moving,
+                               zk_timeout_s) if moving else {}
+        removed = []
+        if all(s.status == ra.COMPLETE for s in states):
+            writes = ra.throttle_removal(client, {t for t, _ in targets}, zk_timeout_s)
+            if writes:
+                _commit_configs(client, writes, zk_timeout_s)
+            removed = [e.entity_path for e in writes.changes]
+    rows = [dict(s.to_dict(), lag=[lag.to_dict() for lag in lags.get((s.topic, s.partition), [])]) for s in states]
+    _emit(ctx, {"partitions": rows, "throttles_removed": removed}, lambda: _verify_table(rows, removed))
+    if any(s.status != ra.COMPLETE for s in states):
+        raise typer.Exit(1)
+
+
+@app.command(epilog=SHARED_EPILOG)
+def status(ctx: typer.Context) -> None:
+    """What /admin/reassign_partitions asks for, against each partition's
+    current replicas, adding/removing replicas and ISR."""
+    from kafkactl.cluster.admin import reassignment as ra
+
+    zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        running = ra.read_running(client, zk_timeout_s)
+        views = ra.flatten(ra.read_partitions(client, sorted({t for t, _ in running or {}}), zk_timeout_s))
+    if not running:
+        _emit(ctx, [], lambda: "no reassignment is running")
+        return
+    gone = {tp: ra.PartitionView(*tp, replicas=()) for tp in running if tp not in views}
+    rows = [s.to_dict() for s in ra.progress(running, {**views, **gone}, running)]
+    _emit(ctx, rows, lambda: _status_table(rows))
+
+
+@app.command(epilog=SHARED_EPILOG)
+def cancel(
+    ctx: typer.Context,
+    rollback_file: Path | None = typer.Option(
+        None, "--rollback-file", metavar="PATH",
+        help="The rollback plan `execute` saved [default: the newest one kafkactl saved that covers "
+             "the running partitions, else the topic znodes' original replicas]."),
+    wait: bool = typer.Option(False, "--wait", help="Also wait until the partitions are back."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Undo the running reassignment: move its partitions back to their replicas from before.
+
+    ZooKeeper-mode Kafka has no cancel: the controller finishes a partition's
+    move once it started (it reads /admin/reassign_partitions when it is
+    created, and a partition being moved keeps its target), and deleting
+    the znode or the topic znode's adding/removing replicas behind its back
+    leaves replicas and ISRs the controller no longer knows about. So cancel
+    does the one safe thing: it waits for the running reassignment to end
+    (bounded by --timeout, default 600 s), then starts a reassignment back to
+    the original replicas of every partition it changed (from the rollback
+    file, which keeps the replica order and so the preferred leader; else
+    from the topic znodes, whose order may differ), with the same throttle
+    rate if one is set. Data moves twice; nothing is lost. A move stuck on a
+    dead broker only ends when that broker returns."""
+    from kafkactl.cluster.admin import reassignment as ra
+
+    zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        running = ra.read_running(client, zk_timeout_s)
+        if running is None:
+            raise CliError("no reassignment is running, nothing to cancel (to undo a finished one, "
+                           "`kafkactl reassign execute --plan ROLLBACK_FILE`)")
+        views = ra.flatten(ra.read_partitions(client, sorted({t for t, _ in running}), zk_timeout_s))
+        rollback, source = _rollback_for(running, rollback_file)
+        reverted = ra.revert_targets(running, views, rollback)
+        if not reverted:
+            _emit(ctx, {"reverted": []}, lambda: "the running reassignment changes no replica set; nothing to undo")
+            return
+        confirm_or_refuse(_cancel_prompt(reverted, source), yes)
+        if not ra.wait_until_idle(client, _deadline(ctx), zk_timeout_s):
+            raise CliError("the running reassignment did not end within the --timeout; nothing was changed "
+                           "(see `kafkactl reassign status`)")
+        _start_revert(ctx, client, reverted, wait, zk_timeout_s)
+
+
+# --- shared by the commands
+
+def read_plan(path: Path):
+    from kafkactl.cluster.admin.plan_file import PlanError, parse_reassignment_plan
+
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise CliUsageError(f"--plan {path}: cannot read it ({error.strerror or error})") from None
+    try:
+        return parse_reassignment_plan(text, str(path))
+    except PlanError as error:
+        raise CliUsageError(str(error)) from None
+
+
+def confirm_or_refuse(prompt: str, yes: bool) -> None:
+    """Ask before a destructive step; without a terminal, only --yes goes on."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CliUsageError("this command needs confirmation: rerun with --yes (stdin is not a terminal)")
+    typer.confirm(prompt, abort=True, err=True)
+
+
+def save_rollback(current: dict, path: Path | None) -> Path:
+    """Write the current assignment as a plan, before anything changes."""
+    from kafkactl.cluster.admin.plan_file import format_reassignment
+
+    if path is None:
+        path = _state_file("rollback")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(format_reassignment(current)) + "\n")
+    except OSError as error:
+        raise CliError(f"--rollback-file {path}: cannot write it ({error.strerror or error}); nothing was changed")
+    return path
+
+
+def wait_with_progress(client, targets: dict, wait_s: float, zk_timeout_s: float):
+    """A progress bar on stderr until every partition is complete or the deadline."""
+    import time
+
+    from kafkactl.cluster.admin import reassignment as ra
+
+    with typer.progressbar(length=len(targets), label="reassigning", file=sys.stderr) as bar:
+        shown = [0]
+
+        def on_progress(done: int) -> None:
+            if done > shown[0]:
+                bar.update(done - shown[0])
+                shown[0] = done
+
+        return ra.wait_until_complete(client, targets, time.monotonic() + wait_s, on_progress, zk_timeout_s)
+
+
+def _start(client, targets: dict, writes, zk_timeout_s: float) -> None:
+    from kafkactl.cluster.admin import configs
+    from kafkactl.cluster.admin import reassignment as ra
+
+    try:
+        ra.start(client, targets, writes, zk_timeout_s)
+    except ra.ReassignmentRunning as error:
+        raise CliError(f"{error} (see `kafkactl reassign status`)") from None
+    except configs.ConcurrentChange as error:
+        raise CliError(str(error)) from None
+
+
+def _commit_configs(client, writes, zk_timeout_s: float) -> None:
+    from kafkactl.cluster.admin import configs
+
+    transaction = client.transaction()
+    writes.add_to(transaction)
+    try:
+        configs.commit(client, transaction, zk_timeout_s)
+    except configs.ConcurrentChange as error:
+        raise CliError(str(error)) from None
+
+
+def _refuse_if_running(client, zk_timeout_s: float) -> None:
+    from kafkactl.cluster.admin import reassignment as ra
+
+    if ra.read_running(client, zk_timeout_s) is not None:
+        raise CliError("a reassignment is already running (/admin/reassign_partitions exists); wait for it "
+                       "(`kafkactl reassign status`) or `kafkactl reassign cancel` it")
+
+
+def _refuse_moving(views: dict, targets: dict) -> None:
+    moving = [tp for tp in targets if views[tp].is_moving]
+    if moving:
+        topic, partition = moving[0]
+        raise CliError(f"topic {topic!r} partition {partition} is still being reassigned "
+                       f"(adding/removing replicas in its topic znode); wait for it to finish")
+
+
+def _warn_about_log_dirs(entries) -> None:
+    explicit = [(e, e.explicit_log_dirs()) for e in entries if e.explicit_log_dirs()]
+    if explicit:
+        entry, dirs = explicit[0]
+        broker, log_dir = next(iter(dirs.items()))
+        print(f"kafkactl: warning: {len(explicit)} partitions ask for specific log dirs (e.g. {log_dir} on broker "
+              f"{broker} for {entry.topic}-{entry.partition}); placing a replica in a given dir needs Kafka's "
+              f"AlterReplicaLogDirs API, which kafkactl does not send: each broker picks the dir",
+              file=sys.stderr)
+
+
+def _report_wait(ctx, result: dict, states, plan: Path) -> None:
+    from kafkactl.cluster.admin import reassignment as ra
+
+    rows = [s.to_dict() for s in states]
+    unfinished = [s for s in states if s.status != ra.COMPLETE]
+    _emit(ctx, dict(result, partitions=rows), lambda: (
+        _status_table(rows) + f"\n\nrun `kafkactl reassign verify --plan {plan}` to remove the throttles"
+        if result["throttled_entities"] and not unfinished else _status_table(rows)))
+    if unfinished:
+        raise CliError(f"{len(unfinished)} partitions are not complete "
+                       f"({'the --timeout passed' if any(s.status == ra.IN_PROGRESS for s in unfinished) else 'failed'})"
+                       f"; see `kafkactl reassign verify --plan {plan}`")
+
+
+def _rollback_for(running: dict, path: Path | None):
+    """(original replicas per partition, where they come from)."""
+    from kafkactl.cluster.admin import reassignment as ra
+
+    if path is not None:
+        return ra.targets_of(read_plan(path)), str(path)
+    directory = _rollback_dir()
+    candidates = sorted(directory.glob("rollback-*.json"), key=lambda p: p.stat().st_mtime, reverse=True) \
+        if directory.is_dir() else []
+    for candidate in candidates:
+        try:
+            targets = ra.targets_of(read_plan(candidate))
+        except CliUsageError:
+            continue
+        if set(running) <= set(targets):
+            return targets, str(candidate)
+    return None, "the topic znodes (no saved rollback file covers every running partition)"
+
+
+def _cancel_prompt(reverted: dict, source: str) -> str:
+    listed = ", ".join(f"{t}-{p} -> {_ids(r)}" for (t, p), r in list(sorted(reverted.items()))[:10])
+    more = f" and {len(reverted) - 10} more" if len(reverted) > 10 else ""
+    return (f"After the running reassignment ends, move {len(reverted)} partitions back ({listed}{more}; "
+            f"original replicas from {source}). Continue?")
+
+
+def _start_revert(ctx, client, reverted: dict, wait: bool, zk_timeout_s: float) -> None:
+    from kafkactl.cluster.admin import configs
+    from kafkactl.cluster.admin import reassignment as ra
+
+    views = ra.flatten(ra.read_partitions(client, sorted({t for t, _ in reverted}), zk_timeout_s))
+    reverted = {tp: r for tp, r in reverted.items() if tp in views}
+    current = {tp: list(views[tp].replicas) for tp in reverted}
+    rate = ra.current_rate(client, zk_timeout_s)
+    writes = ra.throttle_writes(client, ra.compute_throttles(current, reverted), rate, zk_timeout_s) \
+        if rate else configs.ConfigWrites()
+    saved = save_rollback(current, None)
+    revert_plan = save_rollback(reverted, _state_file("revert"))
+    _start(client, reverted, writes, zk_timeout_s)
+    result = {"reverted": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(reverted.items())],
+              "revert_plan": str(revert_plan), "rollback_file": str(saved), "throttle_bytes_per_s": rate}
+    if not wait:
+        _emit(ctx, result, lambda: f"moving {len(reverted)} partitions back; follow with "
+              f"`kafkactl reassign verify --plan {revert_plan}`")
+        return
+    states = wait_with_progress(client, reverted, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s)
+    result["throttled_entities"] = [e.entity_path for e in writes.changes]
+    _report_wait(ctx, result, states, revert_plan)
+
+
+def _deadline(ctx) -> float:
+    import time
+
+    return time.monotonic() + timeout_s(ctx, WAIT_TIMEOUT_S)
+
+
+def _state_file(kind: str) -> Path:
+    """A new file in kafkactl's state dir: `<kind>-<UTC time>-<pid>.json`."""
+    import os
+    import time
+
+    return _rollback_dir() / f"{kind}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.json"
+
+
+def _rollback_dir() -> Path:
+    from .config import default_cluster_dir
+
+    return default_cluster_dir().parent / "reassignments"
+
+
+def _split(values: list[str]) -> list[str]:
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    if not names:
+        raise CliUsageError("--topics: give at least one topic")
+    return list(dict.fromkeys(names))
+
+
+def _broker_ids(text: str) -> list[int]:
+    items = [i.strip() for i in text.split(",") if i.strip()]
+    if not items or not all(i.isdigit() for i in items):
+        raise CliUsageError(f"--brokers {text!r}: expected broker ids separated by commas, e.g. 1,2,3")
+    ids = [int(i) for i in items]
+    if len(set(ids)) != len(ids):
+        raise CliUsageError(f"--brokers {text!r}: a broker is listed twice")
+    return ids
+
+
+def _emit(ctx, data, table) -> None:
+    from .output import emit
+
+    emit(data, shared(ctx).output, table)
+
+
+def _verify_table(rows: list[dict], removed: list[str]) -> str:
+    from .output import render_table
+
+    def progress_text(row: dict) -> str:
+        if row["lag"]:
+            return "; ".join(_lag_text(lag) for lag in row["lag"])
+        return row["detail"]
+
+    table = render_table([[r["topic"], r["partition"], r["status"], _ids(r["target"]), _ids(r["replicas"]),
+                           progress_text(r)] for r in rows],
+                         ["TOPIC", "PARTITION", "STATUS", "TARGET", "REPLICAS", "PROGRESS"])
+    if removed:
+        table += "\n\nthrottles removed from " + ", ".join(removed)
+    return table
+
+
+def _lag_text(lag: dict) -> str:
+    if lag["lag"] is not None:
+        return f"replica {lag['broker']}: {lag['lag']} messages behind"
+    membership = "in ISR" if lag["in_isr"] else "not in ISR"
+    return f"replica {lag['broker']}: {membership} ({lag['note']})"
+
+
+def _status_table(rows: list[dict]) -> str:
+    from .output import render_table
+
+    return render_table([[r["topic"], r["partition"], r["status"], _ids(r["target"]), _ids(r["replicas"]),
+                          _ids(r["adding"]), _ids(r["removing"]), _ids(r["isr"]), r["detail"]] for r in rows],
+                        ["TOPIC", "PARTITION", "STATUS", "TARGET", "REPLICAS", "ADDING", "REMOVING", "ISR",
+                         "DETAIL"])
+
+
+def _ids(values) -> str:
+    return ",".join(str(v) for v in values)

@@ -1,0 +1,422 @@
+"""Partition reassignment over ZooKeeper, the way ZooKeeper-mode Kafka's tools do it.
+
+`/admin/reassign_partitions` holds what is asked (`{"version":1,"partitions":
+[{"topic","partition","replicas"}]}`); the controller carries it out,
+recording the full replica set and adding/removing replicas in the topic
+znode while it works, and deletes the znode when every partition is done.
+
+Throttles follow kafka-reassign-partitions.sh (KIP-73): for each partition
+that moves, topic config `leader.replication.throttled.replicas` lists its
+current replicas and `follower.replication.throttled.replicas` the replicas
+being added ("partition:broker,..."); broker configs
+`leader.replication.throttled.rate` and `follower.replication.throttled.rate`
+bound every broker involved. They are written with the reassignment znode in
+one multi, and removed once every partition is complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from kafkactl.cluster.admin import configs
+from kafkactl.cluster.admin.plan_file import PlanEntry
+from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk.client import wait
+
+TopicPartition = tuple[str, int]
+
+COMPLETE = "complete"
+IN_PROGRESS = "in progress"
+FAILED = "failed"
+POLL_INTERVAL_S = 0.5
+
+
+class ReassignmentRunning(RuntimeError):
+    """/admin/reassign_partitions exists: one reassignment at a time."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    """A partition as ZooKeeper shows it now."""
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]           # during a move: target + original (Kafka's RS)
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> TopicPartition:
+        return self.topic, self.partition
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def is_moving(self) -> bool:
+        return bool(self.adding or self.removing)
+
+
+# --- reading
+
+def read_running(client, timeout_s: float) -> dict[TopicPartition, list[int]] | None:
+    """What /admin/reassign_partitions asks for, or None when nothing runs."""
+    try:
+        data, _ = wait(client.get_async(layout.REASSIGN_PARTITIONS), timeout_s)
+    except NoNodeError:
+        return None
+    return codecs.decode_reassignment(data)
+
+
+def read_partitions(client, topics: Iterable[str], timeout_s: float) -> dict[str, dict[int, PartitionView] | None]:
+    """Per topic its partitions with assignment and leadership (None: no such
+    topic); topic znodes, then all state znodes, as pipelined gets."""
+    topic_results = {t: client.get_async(layout.topic(t)) for t in dict.fromkeys(topics)}
+    assignments: dict[str, codecs.TopicAssignment | None] = {}
+    for topic, result in topic_results.items():
+        try:
+            assignments[topic] = codecs.decode_topic(topic, wait(result, timeout_s)[0])
+        except NoNodeError:
+            assignments[topic] = None
+    state_results = {(t, p): client.get_async(layout.partition_state(t, p))
+                     for t, a in assignments.items() if a is not None for p in a.partitions}
+    views: dict[str, dict[int, PartitionView] | None] = {}
+    for topic, assignment in assignments.items():
+        views[topic] = None if assignment is None else {
+            p: _view(topic, p, assignment, state_results[(topic, p)], timeout_s)
+            for p in sorted(assignment.partitions)
+        }
+    return views
+
+
+def _view(topic: str, partition: int, assignment: codecs.TopicAssignment, result, timeout_s: float) -> PartitionView:
+    base = dict(topic=topic, partition=partition, replicas=tuple(assignment.partitions[partition]),
+                adding=tuple(assignment.adding_replicas.get(partition, ())),
+                removing=tuple(assignment.removing_replicas.get(partition, ())))
+    try:
+        data, stat = wait(result, timeout_s)
+    except NoNodeError:
+        return PartitionView(**base)
+    state = codecs.decode_partition_state(layout.partition_state(topic, partition), data, stat.version)
+    return PartitionView(**base, leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr))
+
+
+def flatten(views: Mapping[str, Mapping[int, PartitionView] | None]) -> dict[TopicPartition, PartitionView]:
+    return {(t, p): v for t, parts in views.items() if parts for p, v in parts.items()}
+
+
+def partition_numbers(views: Mapping[str, Mapping[int, PartitionView] | None]) -> dict[str, list[int] | None]:
+    return {t: None if parts is None else sorted(parts) for t, parts in views.items()}
+
+
+# --- generate
+
+def propose(views: Mapping[str, Mapping[int, PartitionView]], brokers, rng=None) -> dict[TopicPartition, list[int]]:
+    """Kafka's assignment of each topic's partitions over `brokers`
+    (BrokerInfo, with racks), keeping each topic's replication factor (that
+    of its first partition, as Kafka's --generate does)."""
+    from kafkactl.cluster.admin.replica_assignment import assign_replicas
+
+    proposed = {}
+    for topic, partitions in sorted(views.items()):
+        replication_factor = len(partitions[min(partitions)].original)
+        assignment = assign_replicas(list(brokers), len(partitions), replication_factor, rng=rng)
+        proposed.update({(topic, p): replicas for p, replicas in assignment.items()})
+    return proposed
+
+
+# --- throttles
+
+@dataclass(frozen=True, slots=True)
+class Throttles:
+    leader_replicas: dict[str, str]      # topic -> "partition:broker,..." (current replicas)
+    follower_replicas: dict[str, str]    # topic -> "partition:broker,..." (replicas being added)
+    brokers: tuple[int, ...]             # every broker a moving partition has now or will have
+
+
+def moving_partitions(current: Mapping[TopicPartition, Sequence[int]],
+                      target: Mapping[TopicPartition, Sequence[int]]) -> list[TopicPartition]:
+    """Partitions whose replica set changes (a reordering moves no data)."""
+    return sorted(tp for tp, replicas in target.items() if set(replicas) != set(current[tp]))
+
+
+def compute_throttles(current: Mapping[TopicPartition, Sequence[int]],
+                      target: Mapping[TopicPartition, Sequence[int]]) -> Throttles:
+    leader: dict[str, list[str]] = {}
+    follower: dict[str, list[str]] = {}
+    brokers: set[int] = set()
+    for topic, partition in moving_partitions(current, target):
+        now, then = list(current[(topic, partition)]), list(target[(topic, partition)])
+        leader.setdefault(topic, []).extend(f"{partition}:{b}" for b in now)
+        added = [b for b in then if b not in now]
+        if added:
+            follower.setdefault(topic, []).extend(f"{partition}:{b}" for b in added)
+        brokers.update(now, then)
+    return Throttles({t: ",".join(v) for t, v in leader.items()},
+                     {t: ",".join(v) for t, v in follower.items()}, tuple(sorted(brokers)))
+
+
+def throttle_writes(client, throttles: Throttles, rate_bytes_per_s: int, timeout_s: float) -> configs.ConfigWrites:
+    """The config writes that set `throttles` at `rate_bytes_per_s` (Kafka
+    overwrites the two topic keys and the two broker rates; other keys stay)."""
+    topics = [configs.topic_entity(t) for t in sorted(set(throttles.leader_replicas) | set(throttles.follower_replicas))]
+    brokers = [configs.broker_entity(b) for b in throttles.brokers]
+    stored = configs.read_configs(client, topics + brokers, timeout_s)
+    writes = configs.ConfigWrites()
+    for entity in topics:
+        config = dict(stored[entity].config)
+        for key, values in ((configs.LEADER_THROTTLED_REPLICAS, throttles.leader_replicas),
+                            (configs.FOLLOWER_THROTTLED_REPLICAS, throttles.follower_replicas)):
+            if entity.name in values:
+                config[key] = values[entity.name]
+            else:
+                config.pop(key, None)
+        writes.set(stored[entity], config)
+    for entity in brokers:
+        config = dict(stored[entity].config)
+        config[configs.LEADER_THROTTLED_RATE] = str(rate_bytes_per_s)
+        config[configs.FOLLOWER_THROTTLED_RATE] = str(rate_bytes_per_s)
+        writes.set(stored[entity], config)
+    return writes
+
+
+def throttle_removal(client, topics: Iterable[str], timeout_s: float) -> configs.ConfigWrites:
+    """Writes that remove the throttled-replicas keys from `topics` and the
+    throttle rates from every broker that has one (what Kafka's --verify
+    does once a reassignment is complete). The cluster-wide default is the
+    operator's own setting and is left alone."""
+    try:
+        names = wait(client.get_children_async("/config/brokers"), timeout_s)
+    except NoNodeError:
+        names = []
+    brokers = [configs.Entity(configs.BROKERS, n) for n in sorted(names) if n.isdigit()]
+    entities = [configs.topic_entity(t) for t in sorted(set(topics))] + brokers
+    stored = configs.read_configs(client, entities, timeout_s)
+    writes = configs.ConfigWrites()
+    for entity, current in stored.items():
+        keys = configs.THROTTLED_REPLICAS_KEYS if entity.entity_type == configs.TOPICS else configs.THROTTLE_RATE_KEYS
+        if current.zk_version is not None:
+            writes.set(current, {k: v for k, v in current.config.items() if k not in keys})
+    return writes
+
+
+def current_rate(client, timeout_s: float) -> int | None:
+    """The leader throttle rate some broker has now, if any (for cancel)."""
+    writes = throttle_removal(client, [], timeout_s)
+    for stored, _ in writes.changes.values():
+        value = stored.config.get(configs.LEADER_THROTTLED_RATE) or stored.config.get(configs.FOLLOWER_THROTTLED_RATE)
+        if value and value.isdigit():
+            return int(value)
+    return None
+
+
+# --- execute
+
+def targets_of(entries: Iterable[PlanEntry]) -> dict[TopicPartition, list[int]]:
+    return {e.key: list(e.replicas) for e in entries}
+
+
+def start(client, targets: Mapping[TopicPartition, Sequence[int]], writes: configs.ConfigWrites,
+          timeout_s: float) -> None:
+    """One multi: the config writes with their notifications, then the
+    reassignment znode (created: it fails if another reassignment started)."""
+    configs.ensure_config_parents(client, timeout_s)
+    wait(client.ensure_path_async("/admin"), timeout_s)
+    transaction = client.transaction()
+    writes.add_to(transaction)
+    transaction.create(layout.REASSIGN_PARTITIONS,
+                       codecs.encode_reassignment({tp: list(r) for tp, r in targets.items()}))
+    try:
+        configs.commit(client, transaction, timeout_s)
+    except configs.ConcurrentChange as error:
+        if error.results and isinstance(error.results[-1], NodeExistsError):
+            raise ReassignmentRunning("another reassignment started meanwhile; nothing was written") from None
+        raise
+
+
+# --- progress
+
+@dataclass(frozen=True, slots=True)
+class PartitionProgress:
+    topic: str
+    partition: int
+    target: tuple[int, ...]
+    view: PartitionView
+    status: str                 # COMPLETE, IN_PROGRESS or FAILED
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        v = self.view
+        return {"topic": self.topic, "partition": self.partition, "status": self.status,
+                "target": list(self.target), "replicas": list(v.replicas), "adding": list(v.adding),
+                "removing": list(v.removing), "leader": v.leader, "isr": list(v.isr), "detail": self.detail}
+
+
+def progress(targets: Mapping[TopicPartition, Sequence[int]], views: Mapping[TopicPartition, PartitionView],
+             running: Mapping[TopicPartition, Sequence[int]] | None) -> list[PartitionProgress]:
+    """Each target partition: complete (its assignment is the target), in
+    progress (the controller is moving it), or failed (neither)."""
+    running = running or {}
+    result = []
+    for tp, target in sorted(targets.items()):
+        view = views[tp]
+        target = tuple(target)
+        if tp in running or view.is_moving:
+            detail = "" if set(target) <= set(view.isr) else \
+                f"waiting for {_ids(r for r in target if r not in view.isr)} to join the ISR"
+            result.append(PartitionProgress(*tp, target, view, IN_PROGRESS, detail))
+        elif view.replicas == target:
+            result.append(PartitionProgress(*tp, target, view, COMPLETE))
+        else:
+            result.append(PartitionProgress(*tp, target, view, FAILED,
+                                            f"replicas are {_ids(view.replicas)} and no reassignment is running"))
+    return result
+
+
+def wait_until_complete(client, targets: Mapping[TopicPartition, Sequence[int]], deadline: float,
+                        on_progress: Callable[[int], None], timeout_s: float) -> list[PartitionProgress]:
+    """Poll until every partition is complete (or failed) or the deadline;
+    `on_progress(done)` after each look. The last look is returned."""
+    topics = sorted({t for t, _ in targets})
+    while True:
+        running = read_running(client, timeout_s)
+        states = progress(targets, flatten(read_partitions(client, topics, timeout_s)), running)
+        on_progress(sum(1 for s in states if s.status == COMPLETE))
+        if all(s.status != IN_PROGRESS for s in states) or time.monotonic() >= deadline:
+            return states
+        time.sleep(POLL_INTERVAL_S)
+
+
+def wait_until_idle(client, deadline: float, timeout_s: float) -> bool:
+    """True once /admin/reassign_partitions is gone, False at the deadline."""
+    while read_running(client, timeout_s) is not None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_INTERVAL_S)
+    return True
+
+
+# --- cancel
+
+def revert_targets(running: Mapping[TopicPartition, Sequence[int]], views: Mapping[TopicPartition, PartitionView],
+                   rollback: Mapping[TopicPartition, Sequence[int]] | None) -> dict[TopicPartition, list[int]]:
+    """For every partition the running reassignment changes, the replicas it
+    had before: from the rollback file when it covers the partition (it keeps
+    their order, hence the preferred leader), else the topic znode's original
+    replicas (the full set minus those being added)."""
+    reverted = {}
+    for tp, target in sorted(running.items()):
+        view = views.get(tp)
+        if view is None:
+            continue                      # topic deleted meanwhile: nothing to move back
+        before = list(rollback[tp]) if rollback and tp in rollback else list(view.original)
+        if before != list(target):
+            reverted[tp] = before
+    return reverted
+
+
+# --- lag, from the brokers
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLag:
+    broker_id: int
+    in_isr: bool
+    offset: int | None = None           # the replica's log end offset, when its broker told
+    leader_offset: int | None = None
+    note: str = ""
+
+    @property
+    def lag(self) -> int | None:
+        if self.offset is None or self.leader_offset is None:
+            return None
+        return max(0, self.leader_offset - self.offset)
+
+    def describe(self) -> str:
+        if self.lag is not None:
+            return f"{self.broker_id}: {self.lag} behind"
+        membership = "in ISR" if self.in_isr else "not in ISR"
+        return f"{self.broker_id}: {membership}" + (f" ({self.note})" if self.note else "")
+
+    def to_dict(self) -> dict:
+        return {"broker": self.broker_id, "in_isr": self.in_isr, "offset": self.offset,
+                "leader_offset": self.leader_offset, "lag": self.lag, "note": self.note}
+
+
+DEBUGGING_REPLICA_ID = -2      # Kafka's "debugging consumer": may read a follower's log end
+
+
+def replica_lags(brokers: Mapping[int, codecs.BrokerRegistration], moving: Sequence[PartitionProgress],
+                 timeout_s: float) -> dict[TopicPartition, list[ReplicaLag]]:
+    """For each moving partition, how far each adding replica is behind its
+    leader, from ListOffsets (latest) asked of the leader and of the replica's
+    broker with the debugging replica id. Where a broker does not answer for a
+    follower, the replica's ISR membership is shown instead, with the reason."""
+    asked: dict[int, set[TopicPartition]] = {}
+    for item in moving:
+        view = item.view
+        if view.leader >= 0:
+            asked.setdefault(view.leader, set()).add(view.key)
+        for replica in view.adding:
+            asked.setdefault(replica, set()).add(view.key)
+    answers = {b: _latest_offsets(brokers.get(b), tps, timeout_s) for b, tps in asked.items()}
+    lags = {}
+    for item in moving:
+        view = item.view
+        leader_answer = answers.get(view.leader, {}).get(view.key) if view.leader >= 0 else None
+        leader_offset = leader_answer if isinstance(leader_answer, int) else None
+        lags[view.key] = [_lag(b, view, answers.get(b, {}).get(view.key), leader_offset) for b in view.adding]
+    return lags
+
+
+def _lag(broker_id: int, view: PartitionView, answer, leader_offset: int | None) -> ReplicaLag:
+    in_isr = broker_id in view.isr
+    if isinstance(answer, int) and leader_offset is not None:
+        return ReplicaLag(broker_id, in_isr, answer, leader_offset)
+    note = answer if isinstance(answer, str) else "leader's offset not available"
+    return ReplicaLag(broker_id, in_isr, note=f"offsets not available: {note}")
+
+
+def _latest_offsets(registration, tps: set[TopicPartition], timeout_s: float) -> dict[TopicPartition, int | str]:
+    """Per partition the broker's latest offset, or why there is none."""
+    if registration is None:
+        return {tp: "broker not registered" for tp in tps}
+    from kio.schema.errors import ErrorCode
+    from kio.schema.list_offsets.v5 import request as list_offsets_v5
+
+    from kafkactl.cluster.broker.broker_client import BrokerClient, BrokerConnectionError
+
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(tps):
+        by_topic.setdefault(topic, []).append(partition)
+    request = list_offsets_v5.ListOffsetsRequest(
+        replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
+        topics=tuple(list_offsets_v5.ListOffsetsTopic(name=t, partitions=tuple(
+            list_offsets_v5.ListOffsetsPartition(partition_index=p, current_leader_epoch=-1, timestamp=-1)
+            for p in parts)) for t, parts in by_topic.items()))
+    client = BrokerClient(registration.host, registration.port, "kafkactl",
+                          connect_timeout_s=timeout_s, request_timeout_s=timeout_s)
+    try:
+        response = client.request(request)
+    except BrokerConnectionError as error:
+        return {tp: f"broker {registration.broker_id} unreachable ({error})" for tp in tps}
+    finally:
+        client.close()
+    answers: dict[TopicPartition, int | str] = {}
+    for topic in response.topics:
+        for part in topic.partitions:
+            error = ErrorCode(part.error_code)
+            answers[(topic.name, part.partition_index)] = (
+                int(part.offset) if error == ErrorCode.none
+                else f"broker {registration.broker_id} answered {error.name}")
+    return answers
+
+
+def _ids(values: Iterable[int]) -> str:
+    return ",".join(str(v) for v in values)

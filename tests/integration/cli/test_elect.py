@@ -1,0 +1,119 @@
+"""`kafkactl elect` as a subprocess against a real local cluster (ZooKeeper + 3 brokers).
+
+One cluster for the module; the unclean test runs last, as it leaves a broker down.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkactl.cluster.local import LocalCluster
+
+KAFKACTL = Path(sys.executable).parent / "kafkactl"
+# Short sessions: a stopped broker's registration goes away quickly. No
+# automatic rebalance: only the election under test moves leaders back.
+SETTINGS = ("zookeeper.session.timeout.ms=4000", "auto.leader.rebalance.enable=false")
+
+
+class Cli:
+    def __init__(self, env):
+        self.env = env
+
+    def __call__(self, *args):
+        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env, timeout=180)
+
+    def ok(self, *args):
+        done = self(*args)
+        assert done.returncode == 0, f"kafkactl {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
+        return done
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
+    env.update(KAFKACTL_CONFIG=str(home / "config.json"), XDG_STATE_HOME=str(home / "state"))
+    directory = tmp_path_factory.mktemp("cluster")
+    cli = Cli(env)
+    settings = [arg for setting in SETTINGS for arg in ("--config", setting)]
+    try:
+        status = json.loads(cli.ok("cluster", "up", "--brokers", "3", "--dir", str(directory), *settings,
+                                   "-o", "json").stdout)
+        yield cli, LocalCluster(directory), status
+    finally:
+        LocalCluster(directory).down(timeout_s=10)
+
+
+def describe(cli, topic):
+    return {r["partition"]: r for r in json.loads(cli.ok("topics", "describe", topic, "-o", "json").stdout)}
+
+
+def wait_until(condition, timeout_s=30, what="condition"):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def test_preferred_election_after_a_broker_restart_puts_leaders_back(up):
+    cli, cluster, _ = up
+    cli.ok("topics", "create", "pref", "--partitions", "6", "--replication-factor", "3")
+    wait_until(lambda: all(r["leader"] == r["replicas"][0] for r in describe(cli, "pref").values()),
+               what="initial leaders")
+    cluster.stop_broker(1)
+    wait_until(lambda: all(r["leader"] != 1 for r in describe(cli, "pref").values()), what="leaders off broker 1")
+    cli.ok("cluster", "up", "--dir", str(cluster.root))
+    wait_until(lambda: all(1 in r["isr"] for r in describe(cli, "pref").values()), what="broker 1 back in the ISRs")
+    before = describe(cli, "pref")
+    moved = sorted(p for p, r in before.items() if r["replicas"][0] == 1)
+    assert moved and all(before[p]["leader"] != 1 for p in moved)
+
+    done = cli.ok("elect", "preferred", "--topic", "pref", "-o", "json")
+    rows = {r["partition"]: r for r in json.loads(done.stdout)}
+    assert sorted(p for p, r in rows.items() if r["status"] == "elected") == moved
+    for p in moved:
+        assert (rows[p]["old_leader"], rows[p]["new_leader"]) == (before[p]["leader"], 1)
+        assert rows[p]["leader_epoch"] > before[p]["leader_epoch"]
+    assert all(rows[p]["status"] == "not needed" for p in rows if p not in moved)
+    after = describe(cli, "pref")
+    assert all(r["leader"] == r["replicas"][0] for r in after.values())
+    # The table names them too, and the trigger znode is gone.
+    table = cli.ok("elect", "preferred", "--topic", "pref").stdout
+    assert "no partition needed an election" in table
+
+
+def test_unclean_election_of_an_offline_partition_with_a_live_out_of_sync_replica(up, tmp_path):
+    cli, cluster, status = up
+    cli.ok("topics", "create", "lossy", "--partitions", "1", "--replication-factor", "1")
+    [leader] = describe(cli, "lossy")[0]["replicas"]
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    # 3 MB of data, then add a replica throttled to 1 byte/s: after its first
+    # fetch it stays out of the ISR, alive.
+    payload = "".join("x" * 1000 + "\n" for _ in range(3000))
+    subprocess.run(["kcat", "-b", status["bootstrap_servers"], "-t", "lossy", "-P", "-X", "acks=all"],
+                   input=payload, text=True, check=True, timeout=60)
+    plan = tmp_path / "grow.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "lossy", "partition": 0, "replicas": [leader, follower]}]}))
+    cli.ok("reassign", "execute", "--plan", str(plan), "--throttle", "1")
+    wait_until(lambda: describe(cli, "lossy")[0]["replicas"] == [leader, follower], what="the adding replica")
+    time.sleep(2)
+    assert describe(cli, "lossy")[0]["isr"] == [leader]
+
+    cluster.kill_broker(leader)
+    wait_until(lambda: describe(cli, "lossy")[0]["leader"] == -1, what="the partition to go offline")
+
+    refused = cli("elect", "unclean", "--topic", "lossy")      # no terminal, no --yes
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    done = cli.ok("elect", "unclean", "--topic", "lossy", "--yes", "-o", "json")
+    [row] = json.loads(done.stdout)
+    assert (row["status"], row["old_leader"], row["new_leader"]) == ("elected", -1, follower)
+    assert describe(cli, "lossy")[0]["leader"] == follower
+    # The topic's setting is back to what it was (not set).
+    settings = {r["key"]: r for r in json.loads(cli.ok("configs", "describe", "--topic", "lossy", "-o", "json").stdout)}
+    assert settings["unclean.leader.election.enable"]["source"] == "default"
