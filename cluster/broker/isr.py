@@ -28,15 +28,15 @@ offset in the ISR.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 UNKNOWN_OFFSET = -1
 
 
-@dataclass(frozen=True, slots=True)
-class FollowerState:
+class FollowerState(NamedTuple):
+    # A tuple: one is made for every partition of every follower fetch, and
+    # a tuple is built several times faster than a frozen dataclass.
     broker_id: int
     log_end_offset: int = UNKNOWN_OFFSET
     log_start_offset: int = UNKNOWN_OFFSET
@@ -58,8 +58,7 @@ def reset_on_become_leader(broker_id: int, in_isr: bool, now_ms: int) -> Followe
     return FollowerState(broker_id, last_caught_up_time_ms=now_ms if in_isr else 0)
 
 
-@dataclass(frozen=True, slots=True)
-class FetchRecord:
+class FetchRecord(NamedTuple):
     """What one follower fetch proved, and the state after it."""
 
     state: FollowerState
@@ -84,7 +83,7 @@ def record_fetch(state: FollowerState, fetch_offset: int, follower_log_start_off
         caught_up_time_ms = max(caught_up_time_ms, fetch_time_ms)
     elif caught_up_at_previous_fetch:
         caught_up_time_ms = max(caught_up_time_ms, state.last_fetch_time_ms)
-    # The constructor, not dataclasses.replace: this runs for every partition
+    # The constructor, not _replace: this runs for every partition
     # of every follower fetch (10,000s per second on a large leader).
     new_state = FollowerState(
         state.broker_id,
@@ -102,8 +101,7 @@ def complete_fetch(state: FollowerState, record: FetchRecord, served_time_ms: in
     """A fetch counted as pending has been served: it proved the follower caught up now."""
     if not record.pending:
         return state
-    return dataclasses.replace(
-        state,
+    return state._replace(
         pending_reads=max(state.pending_reads - 1, 0),
         last_caught_up_time_ms=max(state.last_caught_up_time_ms, served_time_ms),
     )

@@ -29,7 +29,6 @@ append, high-watermark advance and role change notifies.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -301,8 +300,7 @@ class Partition:
             if is_new_leader or previous is None:
                 followers[replica] = isr_rules.reset_on_become_leader(replica, in_isr, now_ms)
             else:
-                followers[replica] = dataclasses.replace(
-                    previous, last_caught_up_time_ms=now_ms if in_isr else 0)
+                followers[replica] = previous._replace(last_caught_up_time_ms=now_ms if in_isr else 0)
         self.followers = followers
 
     def _become_follower(self) -> None:
@@ -493,6 +491,7 @@ class ReplicaManager:
         self._partitions_lock = threading.Lock()
         self._control_lock = threading.Lock()   # one control request at a time
         self.data_arrived = threading.Condition()
+        self.data_generation = 0      # bumped (under data_arrived) by every notification
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -836,6 +835,7 @@ class ReplicaManager:
 
     def _notify_data(self) -> None:
         with self.data_arrived:
+            self.data_generation += 1
             self.data_arrived.notify_all()
 
     # --- fetch (consumers)
@@ -848,11 +848,14 @@ class ReplicaManager:
             return ReadResult(ErrorCode.unknown_topic_or_partition)
         return self._read(partition, fetch_offset, max_bytes, current_leader_epoch, min_one_batch, None)
 
-    def wait_for_data(self, timeout_s: float) -> None:
-        if timeout_s <= 0:
-            return
+    def wait_for_data(self, timeout_s: float, generation: int) -> bool:
+        """Wait until something was appended or committed after `generation`
+        (read `data_generation` before reading the logs, so nothing that
+        happens during the read is missed); False when nothing was."""
         with self.data_arrived:
-            self.data_arrived.wait(timeout_s)
+            if self.data_generation == generation and timeout_s > 0:
+                self.data_arrived.wait(timeout_s)
+            return self.data_generation != generation
 
     def _read(self, partition: Partition, fetch_offset: int, max_bytes: int, current_leader_epoch: int,
               min_one_batch: bool, follower_id: int | None) -> ReadResult:
