@@ -102,11 +102,15 @@ class _Session:
 def ask_brokers(brokers: Iterable[BrokerAddress], question: Callable[[_Session], object],
                 timeout_s: float) -> dict[int, object]:
     """Per broker id, `question`'s answer or a BrokerQueryError; brokers asked in parallel."""
-    brokers = list(brokers)
-    if not brokers:
+    return ask_each({b: question for b in brokers}, timeout_s)
+
+
+def ask_each(questions: dict[BrokerAddress, Callable[[_Session], object]], timeout_s: float) -> dict[int, object]:
+    """Each broker its own question, in parallel: per broker id, the answer or a BrokerQueryError."""
+    if not questions:
         return {}
-    with ThreadPoolExecutor(max_workers=min(16, len(brokers))) as pool:
-        futures = {b.broker_id: pool.submit(_ask_one, b, question, timeout_s) for b in brokers}
+    with ThreadPoolExecutor(max_workers=min(16, len(questions))) as pool:
+        futures = {b.broker_id: pool.submit(_ask_one, b, q, timeout_s) for b, q in questions.items()}
         return {broker_id: future.result() for broker_id, future in futures.items()}
 
 

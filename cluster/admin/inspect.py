@@ -124,3 +124,23 @@ def broker_loads(partitions: list[PartitionInfo]) -> dict[int, BrokerLoad]:
             replicas[replica] = replicas.get(replica, 0) + 1
     ids = set(leaders) | set(replicas)
     return {b: BrokerLoad(leaders.get(b, 0), replicas.get(b, 0)) for b in ids}
+
+
+def format_time_ms(timestamp_ms: int, now_ms: int) -> str:
+    """'2024-05-01 12:03:04 (5m ago)' in local time; '-' for an unknown time."""
+    import time
+
+    if timestamp_ms <= 0:
+        return "-"
+    clock = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp_ms / 1000))
+    return f"{clock} ({format_age_s(max(0, now_ms - timestamp_ms) / 1000)} ago)"
+
+
+def format_age_s(seconds: float) -> str:
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+    return f"{int(seconds // 86400)}d{int(seconds % 86400 // 3600):02d}h"
