@@ -20,14 +20,25 @@ ISR_TIMEOUT_S = 5.0
 DEFAULT_WATCH_S = 2.0
 
 
+def _watch_option():
+    # An option whose value may be left out (`--watch` or `--watch 5`): click
+    # supports it through flag_value, which typer 0.29 passes on but marks as
+    # deprecated; the warning would only reach people running with -W error.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return typer.Option(
+            None, "--watch", "-w", is_flag=False, flag_value=DEFAULT_WATCH_S, metavar="[SECONDS]",
+            help=f"Refresh every SECONDS (default {DEFAULT_WATCH_S:g}) until Ctrl-C; put it after the topics.")
+
+
 @app.callback(invoke_without_command=True, epilog=SHARED_EPILOG)
 def isr(
     ctx: typer.Context,
     topics: list[str] | None = typer.Argument(None, metavar="[TOPIC]...", help="Topics [default: all].",
                                               autocompletion=complete_topics),
-    watch: float | None = typer.Option(
-        None, "--watch", "-w", is_flag=False, flag_value=DEFAULT_WATCH_S, metavar="[SECONDS]",
-        help=f"Refresh every SECONDS (default {DEFAULT_WATCH_S:g}) until Ctrl-C; put it after the topics."),
+    watch: float | None = _watch_option(),
 ) -> None:
     """Per partition: leader, leader epoch, replicas, ISR, and for each replica
     outside the ISR how far behind it is and since when; then a summary."""
