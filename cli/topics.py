@@ -1,17 +1,53 @@
-"""`kafkactl topics`: list, describe and create topics in Kafka's ZooKeeper layout.
+"""`kafkactl topics`: list, describe, create, delete and alter topics in Kafka's ZooKeeper layout.
 
-This is the first slice of the topics noun (what `make demo` needs); the
-full command set (alter, delete, filters, explicit assignments) grows here.
+What kafka-topics.sh does in ZooKeeper mode: creation writes
+/config/topics/<t> and /brokers/topics/<t> in one multi, deletion marks
+/admin/delete_topics/<t> for the controller, alter adds partitions to
+/brokers/topics/<t> with a write conditional on the version read. Every
+input is validated before anything is written.
 """
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
-from .errors import CliError, CliUsageError
+from .errors import EXIT_FAILED, CliError, CliUsageError
 
-app = typer.Typer(help="List, describe and create topics.", no_args_is_help=True, epilog=SHARED_EPILOG)
+app = typer.Typer(help="List, describe, create, delete and alter topics.", no_args_is_help=True,
+                  epilog=SHARED_EPILOG)
+
+COMPLETION_TIMEOUT_S = 1.0
+DELETE_WAIT_TIMEOUT_S = 60.0
+POLL_INTERVAL_S = 0.2
+
+
+def complete_topics(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Live topic names for shell completion; nothing at all when ZooKeeper is out of reach."""
+    try:
+        from kafkactl.cluster.admin.topics import list_topics
+
+        from .common import connect_zookeeper
+        from .config import resolve_zookeeper
+        from .options import SharedOptions
+
+        root = ctx.find_root().params
+        options = SharedOptions(zookeeper=root.get("zookeeper"), context=root.get("context"))
+        client = connect_zookeeper(resolve_zookeeper(options).zookeeper, COMPLETION_TIMEOUT_S)
+        try:
+            names = list_topics(client, COMPLETION_TIMEOUT_S)
+        finally:
+            client.stop()
+            client.close()
+    except Exception:  # noqa: BLE001 - completion must never print an error into the shell
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def topic_arguments(help_text: str):
+    return typer.Argument(None, metavar="[TOPIC]...", help=help_text, autocompletion=complete_topics)
 
 
 @app.command("list", epilog=SHARED_EPILOG)
@@ -29,25 +65,69 @@ def list_(ctx: typer.Context) -> None:
 @app.command(epilog=SHARED_EPILOG)
 def describe(
     ctx: typer.Context,
-    topics: list[str] | None = typer.Argument(None, metavar="[TOPIC]...", help="Topics [default: all]."),
-) -> None:
-    """Partitions with leader, leader epoch, replicas and ISR."""
-    from kafkactl.cluster.admin.topics import describe_topics, list_topics
+    topics: list[str] | None = topic_arguments("Topics [default: all]."),
+    under_replicated: bool = typer.Option(False, "--under-replicated-partitions",
+                                          help="Only partitions whose ISR is smaller than their replicas."),
+    under_min_isr: bool = typer.Option(False, "--under-min-isr-partitions",
+                                       help="Only partitions with no leader or an ISR below min.insync.replicas."),
+    at_min_isr: bool = typer.Option(False, "--at-min-isr-partitions",
+                                    help="Only partitions whose ISR is exactly min.insync.replicas."),
+    unavailable: bool = typer.Option(False, "--unavailable-partitions",
+                                     help="Only partitions with no leader, or a leader that is not a live broker."),
+    non_preferred: bool = typer.Option(False, "--non-preferred-leader",
+                                       help="Only partitions not led by their first (preferred) replica."),
+) -> int:
+    """Partitions with leader, leader epoch, replicas and ISR.
 
-    from .output import emit, render_table
+    With health filters, only the partitions matching any of them are shown,
+    and the exit code is 1 when there is one (0 when none).
+    """
+    filters = [name for name, given in (
+        ("under-replicated-partitions", under_replicated), ("under-min-isr-partitions", under_min_isr),
+        ("at-min-isr-partitions", at_min_isr), ("unavailable-partitions", unavailable),
+        ("non-preferred-leader", non_preferred)) if given]
+    rows = _describe_rows(ctx, list(topics or []), filters)
+    _emit_partitions(ctx, rows)
+    return EXIT_FAILED if filters and rows else 0
+
+
+def _describe_rows(ctx: typer.Context, topics: list[str], filters: list[str]) -> list[dict]:
+    from kafkactl.cluster.admin.inspect import matches, partition_health
+    from kafkactl.cluster.admin.topics import describe_topics, list_topics, live_brokers, min_insync_replicas
 
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
-        names = list(topics) if topics else list_topics(client, deadline_s)
+        names = topics or list_topics(client, deadline_s)
         described = describe_topics(client, names, deadline_s)
+        _require_existing(described)
+        live = {b.broker_id for b in live_brokers(client, deadline_s)}
+        min_isr = min_insync_replicas(client, names, deadline_s)
+    rows = []
+    for topic, partitions in described.items():
+        for partition in partitions:
+            health = partition_health(partition, live, min_isr[topic])
+            if matches(health, filters):
+                rows.append({**partition.to_dict(), "offline_replicas": health.offline_replicas,
+                             "min_insync_replicas": min_isr[topic], "problems": health.problems()})
+    return rows
+
+
+def _require_existing(described: dict) -> None:
     missing = [name for name, partitions in described.items() if partitions is None]
     if missing:
-        raise CliError(f"topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
-    rows = [p.to_dict() for partitions in described.values() for p in partitions]
-    table = lambda: render_table(
-        [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], _ids(r["replicas"]), _ids(r["isr"])] for r in rows],
-        ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR"],
-    )
+        raise CliUsageError(f"topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
+
+
+def _emit_partitions(ctx: typer.Context, rows: list[dict]) -> None:
+    from .output import emit, render_table
+
+    def table() -> str:
+        return render_table(
+            [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], _ids(r["replicas"]), _ids(r["isr"]),
+              _ids(r["offline_replicas"]), ",".join(r["problems"])] for r in rows],
+            ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "PROBLEMS"],
+        )
+
     emit(rows, shared(ctx).output, table)
 
 
@@ -55,44 +135,101 @@ def _ids(values: list[int]) -> str:
     return ",".join(str(v) for v in values)
 
 
+# --- create ---------------------------------------------------------------------
+
 @app.command(epilog=SHARED_EPILOG)
 def create(
     ctx: typer.Context,
     name: str = typer.Argument(..., metavar="TOPIC"),
-    partitions: int = typer.Option(..., "--partitions", "-p", min=1, help="Number of partitions."),
-    replication_factor: int = typer.Option(..., "--replication-factor", "-r", min=1, help="Replicas per partition."),
+    partitions: int | None = typer.Option(None, "--partitions", "-p", min=1, help="Number of partitions."),
+    replication_factor: int | None = typer.Option(None, "--replication-factor", "-r", min=1,
+                                                  help="Replicas per partition."),
+    replica_assignment: str | None = typer.Option(
+        None, "--replica-assignment", metavar="1:2:3,2:3:1",
+        help="Explicit replicas per partition, partition 0 first (excludes --partitions/--replication-factor)."),
     config: list[str] | None = typer.Option(None, "--config", metavar="KEY=VALUE", help="Topic config (repeatable)."),
     if_not_exists: bool = typer.Option(False, "--if-not-exists", help="Succeed if the topic exists."),
 ) -> None:
-    """Create a topic with Kafka's replica assignment (rack-aware round robin)."""
-    from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo, assign_replicas
-    from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
-    from kafkactl.cluster.admin.topics import TopicExistsError, create_topic, live_brokers
-    from kafkactl.cluster.broker.topic_config import TopicConfigError, validate_topic_config
+    """Create a topic, with Kafka's replica assignment (rack-aware round robin) or an explicit one."""
+    from kafkactl.cluster.admin.topics import TopicExistsError, create_topic
 
     from .output import emit
 
     overrides = _parse_configs(config or [])
-    try:
-        validate_topic_name(name)
-        validate_topic_config(overrides)
-    except (InvalidTopicName, TopicConfigError) as error:
-        raise CliUsageError(str(error)) from None
+    _validate_new_topic(name, overrides)
+    explicit = _explicit_assignment(replica_assignment, partitions, replication_factor)
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
-        brokers = [BrokerInfo(b.broker_id, b.rack) for b in live_brokers(client, deadline_s)]
-        try:
-            assignment = assign_replicas(brokers, partitions, replication_factor)
-        except AssignmentError as error:
-            raise CliUsageError(f"--replication-factor: {error}") from None
-        try:
-            create_topic(client, name, assignment, overrides, deadline_s)
-        except TopicExistsError as error:
-            if if_not_exists:
-                return
-            raise CliError(f"{error} (use --if-not-exists to accept that)") from None
-    result = {"topic": name, "partitions": {str(p): r for p, r in assignment.items()}}
-    emit(result, shared(ctx).output, lambda: f"created topic {name} with {partitions} partitions")
+        assignment = _plan_new_topic(client, name, explicit, partitions, replication_factor, deadline_s)
+        if assignment is not None:
+            if "." in name or "_" in name:
+                print("warning: topic names with '.' or '_' can collide in metric names; "
+                      "use one of them, not both", file=sys.stderr)
+            try:
+                create_topic(client, name, assignment, overrides, deadline_s)
+            except TopicExistsError:
+                assignment = None  # created by someone else meanwhile
+    if assignment is None:
+        if not if_not_exists:
+            raise CliError(f"topic {name!r} already exists (use --if-not-exists to accept that)")
+        emit({"topic": name, "created": False}, shared(ctx).output, lambda: f"topic {name} already exists")
+        return
+    result = {"topic": name, "created": True, "partitions": {str(p): r for p, r in assignment.items()},
+              "config": overrides}
+    emit(result, shared(ctx).output, lambda: f"created topic {name} with {len(assignment)} partitions")
+
+
+def _validate_new_topic(name: str, overrides: dict[str, str]) -> None:
+    from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
+    from kafkactl.cluster.broker.topic_config import TopicConfigError, validate_topic_config
+
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName as error:
+        raise CliUsageError(f"TOPIC: {error}") from None
+    try:
+        validate_topic_config(overrides)
+    except TopicConfigError as error:
+        raise CliUsageError(f"--config {error}") from None
+
+
+def _explicit_assignment(text: str | None, partitions: int | None, replication_factor: int | None):
+    from kafkactl.cluster.admin.topic_changes import InvalidChange, parse_replica_assignment
+
+    if text is None:
+        if partitions is None or replication_factor is None:
+            raise CliUsageError("give --partitions and --replication-factor, or --replica-assignment")
+        return None
+    if partitions is not None or replication_factor is not None:
+        raise CliUsageError("--replica-assignment cannot be used with --partitions or --replication-factor "
+                            "(the assignment gives both)")
+    try:
+        return parse_replica_assignment(text)
+    except InvalidChange as error:
+        raise CliUsageError(str(error)) from None
+
+
+def _plan_new_topic(client, name, explicit, partitions, replication_factor, deadline_s):
+    """The new topic's assignment; None when the topic exists already."""
+    from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo, assign_replicas
+    from kafkactl.cluster.admin.topic_changes import InvalidChange, check_name_collision, validate_assignment
+    from kafkactl.cluster.admin.topics import list_topics, live_brokers
+
+    existing = list_topics(client, deadline_s)
+    if name in existing:
+        return None
+    brokers = [BrokerInfo(b.broker_id, b.rack) for b in live_brokers(client, deadline_s)]
+    try:
+        check_name_collision(name, existing)
+        if explicit is not None:
+            validate_assignment(explicit, {b.broker_id for b in brokers})
+            return {p: replicas for p, replicas in enumerate(explicit)}
+    except InvalidChange as error:
+        raise CliUsageError(str(error)) from None
+    try:
+        return assign_replicas(brokers, partitions, replication_factor)
+    except AssignmentError as error:
+        raise CliUsageError(f"--replication-factor: {error}") from None
 
 
 def _parse_configs(items: list[str]) -> dict[str, str]:
@@ -103,3 +240,138 @@ def _parse_configs(items: list[str]) -> dict[str, str]:
             raise CliUsageError(f"--config {item!r}: expected KEY=VALUE")
         parsed[key.strip()] = value.strip()
     return parsed
+
+
+# --- delete ---------------------------------------------------------------------
+
+@app.command(epilog=SHARED_EPILOG)
+def delete(
+    ctx: typer.Context,
+    names: list[str] = typer.Argument(..., metavar="TOPIC...", autocompletion=complete_topics),
+    if_exists: bool = typer.Option(False, "--if-exists", help="Skip topics that do not exist."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    wait: bool = typer.Option(False, "--wait", help="Wait until the controller has deleted them "
+                                                    "(bounded by --timeout, default 60 s)."),
+) -> None:
+    """Mark topics for deletion; the controller deletes them (/admin/delete_topics)."""
+    from kafkactl.cluster.admin.topic_changes import INTERNAL_TOPICS
+    from kafkactl.cluster.admin.topics import list_topics, mark_for_deletion, marked_for_deletion
+
+    internal = [n for n in names if n in INTERNAL_TOPICS]
+    if internal:
+        raise CliUsageError(f"TOPIC: {internal[0]!r} is an internal topic and cannot be deleted")
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        existing, pending = set(list_topics(client, deadline_s)), set(marked_for_deletion(client, deadline_s))
+        missing = [n for n in dict.fromkeys(names) if n not in existing]
+        if missing and not if_exists:
+            raise CliUsageError(f"topic {missing[0]!r} does not exist (use --if-exists to skip it)")
+        already = [n for n in dict.fromkeys(names) if n in existing and n in pending]
+        to_mark = [n for n in dict.fromkeys(names) if n in existing and n not in pending]
+        if to_mark:
+            _confirm(f"Delete topic(s) {', '.join(to_mark)} and all their data?", yes)
+            mark_for_deletion(client, to_mark, deadline_s)
+        gone = _wait_deleted(client, to_mark + already, ctx) if wait else None
+    _report_deletion(ctx, to_mark, already, missing, gone)
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CliUsageError("refusing to delete without confirmation: stdin is not a terminal; pass --yes")
+    if not typer.confirm(question, default=False):
+        raise CliError("not confirmed; nothing was changed")
+
+
+def _wait_deleted(client, topics: list[str], ctx: typer.Context) -> list[str]:
+    """Poll until the controller removed every topic; raise if it does not in time."""
+    import time
+
+    from kafkactl.cluster.admin.topics import list_topics, marked_for_deletion
+
+    deadline = time.monotonic() + timeout_s(ctx, DELETE_WAIT_TIMEOUT_S)
+    while True:
+        existing = set(list_topics(client, ZK_TIMEOUT_S))
+        remaining = [t for t in topics if t in existing]
+        if not remaining:
+            return topics
+        dropped = [t for t in remaining if t not in set(marked_for_deletion(client, ZK_TIMEOUT_S))]
+        if dropped:
+            raise CliError(f"the controller dropped the deletion of {', '.join(dropped)} "
+                           f"(is delete.topic.enable false on the brokers?)")
+        if time.monotonic() >= deadline:
+            raise CliError(f"still being deleted: {', '.join(remaining)} (a broker holding a replica may be "
+                           f"down; the controller finishes when it returns)")
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _report_deletion(ctx, marked: list[str], already: list[str], missing: list[str], gone: list[str] | None):
+    from .output import emit
+
+    data = {"marked_for_deletion": marked, "already_marked": already, "missing": missing}
+    if gone is not None:
+        data["deleted"] = gone
+    lines = [f"topic {t} marked for deletion" for t in marked]
+    lines += [f"topic {t} was already marked for deletion" for t in already]
+    lines += [f"topic {t} does not exist; skipped" for t in missing]
+    if gone:
+        lines.append(f"deleted: {', '.join(gone)}")
+    emit(data, shared(ctx).output, lambda: "\n".join(lines) or "nothing to delete")
+
+
+# --- alter ----------------------------------------------------------------------
+
+@app.command(epilog=SHARED_EPILOG)
+def alter(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="TOPIC", autocompletion=complete_topics),
+    partitions: int = typer.Option(..., "--partitions", "-p", min=1, help="New total number of partitions."),
+    replica_assignment: str | None = typer.Option(
+        None, "--replica-assignment", metavar="1:2:3,2:3:1",
+        help="Replicas of the new partitions (or of all partitions; the existing ones are kept)."),
+) -> None:
+    """Add partitions to a topic (never removes any)."""
+    from kafkactl.cluster.admin.topic_changes import InvalidChange, parse_replica_assignment
+    from kafkactl.cluster.admin.topics import ConcurrentChangeError, TopicNotFoundError
+
+    from .output import emit
+
+    try:
+        explicit = parse_replica_assignment(replica_assignment) if replica_assignment else None
+    except InvalidChange as error:
+        raise CliUsageError(str(error)) from None
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    with zookeeper(ctx) as client:
+        try:
+            added = _add_partitions(client, name, partitions, explicit, deadline_s)
+        except TopicNotFoundError as error:
+            raise CliUsageError(f"{error} (see `kafkactl topics list`)") from None
+        except ConcurrentChangeError as error:
+            raise CliError(str(error)) from None
+    data = {"topic": name, "partitions": partitions, "added": {str(p): r for p, r in added.items()}}
+    emit(data, shared(ctx).output,
+         lambda: f"topic {name}: added partitions {_ids(sorted(added))}; it now has {partitions}")
+
+
+def _add_partitions(client, name: str, count: int, explicit, deadline_s: float) -> dict[int, list[int]]:
+    import dataclasses
+
+    from kafkactl.cluster.admin.replica_assignment import BrokerInfo
+    from kafkactl.cluster.admin.topic_changes import InvalidChange, new_partitions_assignment
+    from kafkactl.cluster.admin.topics import live_brokers, marked_for_deletion, read_assignment, write_assignment
+
+    assignment, zk_version = read_assignment(client, name, deadline_s)
+    if name in marked_for_deletion(client, deadline_s):
+        raise CliError(f"topic {name!r} is marked for deletion")
+    if assignment.adding_replicas or assignment.removing_replicas:
+        raise CliError(f"topic {name!r} is being reassigned; add partitions once that is done "
+                       f"(`kafkactl reassign status`)")
+    brokers = [BrokerInfo(b.broker_id, b.rack) for b in live_brokers(client, deadline_s)]
+    try:
+        added = new_partitions_assignment(assignment.partitions, count, brokers, explicit)
+    except InvalidChange as error:
+        raise CliUsageError(str(error)) from None
+    updated = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
+    write_assignment(client, name, updated, zk_version, deadline_s)
+    return added

@@ -11,6 +11,8 @@ import logging
 
 from kafkactl.cluster.broker.handlers import (
     api_versions,
+    describe_configs,
+    describe_log_dirs,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -35,6 +37,8 @@ HANDLERS = {
     apis.API_VERSIONS: api_versions.handle,
     apis.INIT_PRODUCER_ID: init_producer_id.handle,
     apis.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    apis.DESCRIBE_CONFIGS: describe_configs.handle,
+    apis.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
 }
 
 

@@ -18,6 +18,8 @@ FIND_COORDINATOR = 10
 API_VERSIONS = 18
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
+DESCRIBE_CONFIGS = 32
+DESCRIBE_LOG_DIRS = 35
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,8 @@ SUPPORTED: dict[int, VersionRange] = {
     API_VERSIONS: VersionRange(0, 4, 0),
     INIT_PRODUCER_ID: VersionRange(0, 4, 0),
     OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4, 2),   # kio has v2-v4
+    DESCRIBE_CONFIGS: VersionRange(1, 4, 1),          # kio has v1-v4
+    DESCRIBE_LOG_DIRS: VersionRange(1, 4, 1),         # v5 would make kafka-python infer Kafka 4.3
 }
 
 

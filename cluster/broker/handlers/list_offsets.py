@@ -1,24 +1,41 @@
-"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or by timestamp."""
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or by timestamp.
+
+Consumers (replica_id -1) are answered by the leader, up to the high
+watermark. Kafka's debugging replica id (-2) may ask any replica, leader or
+follower, and gets the replica's own log: latest is its log end offset, as in
+Kafka, where no isolation level applies to a non-client replica id. Tools use
+it to see how far a follower is behind (`kafkactl isr`).
+"""
 
 from __future__ import annotations
 
 import datetime
 
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.replica_manager import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
+
+DEBUGGING_REPLICA_ID = -2
 
 
 def handle(services, header, request):
     cls = response_class(2, header.api_version)
     replica_manager = services.replica_manager
+    debugging = request.replica_id == DEBUGGING_REPLICA_ID
     topics = []
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
             epoch_check = getattr(partition, "current_leader_epoch", -1)
-            error, offset, timestamp = replica_manager.offset_for(
-                topic.name, partition.partition_index, partition.timestamp, epoch_check
-            )
+            if debugging:
+                error, offset, timestamp = _replica_offset(
+                    replica_manager, topic.name, partition.partition_index, partition.timestamp, epoch_check)
+            else:
+                error, offset, timestamp = replica_manager.offset_for(
+                    topic.name, partition.partition_index, partition.timestamp, epoch_check
+                )
             local = replica_manager.get(topic.name, partition.partition_index)
             partitions.append(nested(
                 cls, "ListOffsetsPartitionResponse",
@@ -31,3 +48,28 @@ def handle(services, header, request):
             ))
         topics.append(nested(cls, "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
     return make(cls, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+
+def _replica_offset(replica_manager, topic: str, index: int, timestamp: int, current_leader_epoch: int):
+    """(error, offset, timestamp) from this broker's replica, leader or not."""
+    partition = replica_manager.get(topic, index)
+    if partition is None:
+        return ErrorCode.unknown_topic_or_partition, -1, -1
+    with partition.lock:
+        leader_epoch = partition.leader_epoch
+    if current_leader_epoch not in (-1, leader_epoch):
+        # Kafka's fencing for a replica of either role (KIP-320).
+        error = ErrorCode.fenced_leader_epoch if current_leader_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
+        return error, -1, -1
+    log_ = partition.log
+    if timestamp == EARLIEST_TIMESTAMP:
+        return ErrorCode.none, log_.log_start_offset, -1
+    if timestamp == LATEST_TIMESTAMP:
+        return ErrorCode.none, log_.log_end_offset, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = log_.offset_of_max_timestamp()
+    else:
+        found = log_.offset_for_timestamp(timestamp)
+    if found is None:
+        return ErrorCode.none, -1, -1
+    return ErrorCode.none, found[0], found[1]

@@ -1,0 +1,114 @@
+"""`kafkactl isr`: leaders and ISRs, and how far each replica outside the ISR is behind.
+
+Leader, leader epoch, replicas and ISR come from ZooKeeper; the lag of an
+out-of-ISR replica (in offsets) from the brokers themselves (ListOffsets);
+"since" is when the partition's leader or ISR last changed (the state
+znode's mtime).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from .common import SHARED_EPILOG, shared, timeout_s, zookeeper
+from .topics import complete_topics
+
+app = typer.Typer(help="Leaders and ISRs, with the lag of replicas outside the ISR.",
+                  invoke_without_command=True, subcommand_metavar="", epilog=SHARED_EPILOG)
+
+ISR_TIMEOUT_S = 5.0
+DEFAULT_WATCH_S = 2.0
+
+
+def _watch_option():
+    # An option whose value may be left out (`--watch` or `--watch 5`): click
+    # supports it through flag_value, which typer 0.29 passes on but marks as
+    # deprecated; the warning would only reach people running with -W error.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return typer.Option(
+            None, "--watch", "-w", is_flag=False, flag_value=DEFAULT_WATCH_S, metavar="[SECONDS]",
+            help=f"Refresh every SECONDS (default {DEFAULT_WATCH_S:g}) until Ctrl-C; put it after the topics.")
+
+
+@app.callback(invoke_without_command=True, epilog=SHARED_EPILOG)
+def isr(
+    ctx: typer.Context,
+    topics: list[str] | None = typer.Argument(None, metavar="[TOPIC]...", help="Topics [default: all].",
+                                              autocompletion=complete_topics),
+    watch: float | None = _watch_option(),
+) -> None:
+    """Per partition: leader, leader epoch, replicas, ISR, and for each replica
+    outside the ISR how far behind it is and since when; then a summary."""
+    if watch is not None and not watch > 0:
+        from .errors import CliUsageError
+
+        raise CliUsageError(f"--watch {watch!r}: give a positive number of seconds")
+    with zookeeper(ctx) as client:
+        if watch is None:
+            _show(ctx, client, list(topics or []))
+            return
+        _watch(ctx, client, list(topics or []), watch)
+
+
+def _watch(ctx: typer.Context, client, topics: list[str], interval_s: float) -> None:
+    import time
+
+    try:
+        while True:
+            if shared(ctx).output == "table":
+                print("\033[H\033[2J", end="")  # clear the terminal, as watch(1) does
+                print(time.strftime("%Y-%m-%d %H:%M:%S"))
+            _show(ctx, client, topics)
+            time.sleep(interval_s)
+    except KeyboardInterrupt:
+        return
+
+
+def _show(ctx: typer.Context, client, topics: list[str]) -> None:
+    from kafkactl.cluster.admin.isr_lag import isr_report, summary
+
+    from .errors import CliUsageError
+    from .output import emit
+
+    rows, missing = isr_report(client, topics or None, timeout_s(ctx, ISR_TIMEOUT_S))
+    if missing:
+        raise CliUsageError(f"topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
+    totals = summary(rows)
+    emit({"partitions": rows, "summary": totals}, shared(ctx).output, lambda: _table(rows, totals))
+
+
+def _table(rows: list[dict], totals: dict[str, int]) -> str:
+    import time
+
+    from .output import render_table
+
+    now_ms = int(time.time() * 1000)
+    table = render_table(
+        [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], _ids(r["replicas"]), _ids(r["isr"]),
+          _out_of_isr(r, now_ms)] for r in rows],
+        ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OUT OF ISR"])
+    line = (f"partitions: {totals['partitions']}, under-replicated: {totals['under_replicated']}, "
+            f"under min ISR: {totals['under_min_isr']}, offline: {totals['offline']}")
+    return f"{table}\n\n{line}"
+
+
+def _out_of_isr(row: dict, now_ms: int) -> str:
+    from kafkactl.cluster.admin.inspect import format_time_ms
+
+    if not row["out_of_isr"]:
+        return ""
+    since = format_time_ms(row["isr_changed_ms"], now_ms)
+    parts = []
+    for lag in row["out_of_isr"]:
+        if lag["problem"] is not None:
+            parts.append(f"{lag['broker_id']}: lag unknown, {lag['problem']}")
+        else:
+            parts.append(f"{lag['broker_id']}: {lag['lag']} behind")
+    return "; ".join(parts) + f" (since {since})"
+
+
+def _ids(values: list[int]) -> str:
+    return ",".join(str(v) for v in values)

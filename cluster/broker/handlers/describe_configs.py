@@ -1,0 +1,157 @@
+"""DescribeConfigs (API 32, v1-v4): this broker's configs, and a topic's.
+
+BROKER resource (named by this broker's id, or "" as Kafka allows): every key
+of the broker's properties file that maps one to one onto a setting, with
+its effective value, plus `log.dir.media`, the media class of every log dir
+as the broker uses it ("PATH:ssd,PATH:hdd": configured, else probed from the
+block device at start). Values equal to the built-in default are reported
+with source DEFAULT_CONFIG, others STATIC_BROKER_CONFIG; all are read-only
+(none can be changed without a restart). Another broker's id is an
+INVALID_REQUEST, as in Kafka (ask that broker).
+
+TOPIC resource: the topic's overrides from /config/topics (source
+DYNAMIC_TOPIC_CONFIG), and for the other keys this broker resolves, the
+broker-level default (DEFAULT_CONFIG).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker import config as broker_config
+from kafkactl.cluster.broker.topic_config import TOPIC_KEYS
+from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.codec import response_class
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+# Kafka's ConfigSource ids.
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+# Kafka's ConfigType ids (v3+).
+BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+
+LOG_DIR_MEDIA = "log.dir.media"
+_ALIASES = frozenset({"log.dir"})   # same setting as log.dirs
+
+
+def handle(services, header, request):
+    cls = response_class(32, header.api_version)
+    results = tuple(_describe(services, cls, resource) for resource in request.resources)
+    return make(cls, throttle_time=datetime.timedelta(0), results=results)
+
+
+def _describe(services, cls, resource):
+    if resource.resource_type == BROKER_RESOURCE:
+        if resource.resource_name not in ("", str(services.config.broker_id)):
+            return _error(cls, resource, ErrorCode.invalid_request,
+                          f"unexpected broker id, expected {services.config.broker_id} or empty string, "
+                          f"but received {resource.resource_name}")
+        entries = broker_entries(services)
+    elif resource.resource_type == TOPIC_RESOURCE:
+        if resource.resource_name not in services.metadata.snapshot.topics:
+            return _error(cls, resource, ErrorCode.unknown_topic_or_partition,
+                          f"topic {resource.resource_name} does not exist")
+        entries = topic_entries(services, resource.resource_name)
+    else:
+        return _error(cls, resource, ErrorCode.invalid_request,
+                      f"resource type {resource.resource_type} is not supported by this broker")
+    keys = resource.configuration_keys
+    if keys:   # null or empty: all keys
+        entries = [e for e in entries if e[0] in set(keys)]
+    configs = tuple(_entry(cls, *entry) for entry in entries)
+    return nested(cls, "DescribeConfigsResult", error_code=ErrorCode.none, error_message=None,
+                  resource_type=resource.resource_type, resource_name=resource.resource_name, configs=configs)
+
+
+def _error(cls, resource, code: ErrorCode, message: str):
+    return nested(cls, "DescribeConfigsResult", error_code=code, error_message=message,
+                  resource_type=resource.resource_type, resource_name=resource.resource_name, configs=())
+
+
+def _entry(cls, name: str, value: str | None, source: int, config_type: int):
+    return nested(cls, "DescribeConfigsResourceResult", name=name, value=value, read_only=True,
+                  config_source=source, is_default=source == DEFAULT_CONFIG, is_sensitive=False,
+                  synonyms=(), config_type=config_type, documentation=None)
+
+
+# --- broker --------------------------------------------------------------------
+
+def broker_entries(services) -> list[tuple[str, str | None, int, int]]:
+    """(name, value, source, type) of every broker config this broker can state cheaply."""
+    config = services.config
+    defaults = _defaults(type(config))
+    entries = []
+    for name, key in sorted(broker_config._KEYS.items()):
+        if key.scale != 1 or name in _ALIASES or name == LOG_DIR_MEDIA:
+            continue
+        value = getattr(config, key.attribute)
+        source = DEFAULT_CONFIG if defaults.get(key.attribute, _MISSING) == value else STATIC_BROKER_CONFIG
+        entries.append((name, _text(value), source, _type_of(name, value)))
+    entries.append(_log_dir_media(services))
+    return sorted(entries)
+
+
+def _log_dir_media(services) -> tuple[str, str, int, int]:
+    log_dirs = services.replica_manager.log_manager.log_dirs
+    value = ",".join(f"{d.path}:{d.media}" for d in log_dirs)
+    source = STATIC_BROKER_CONFIG if services.config.log_dir_media else DEFAULT_CONFIG
+    return LOG_DIR_MEDIA, value, source, LIST
+
+
+_MISSING = object()
+
+
+def _defaults(config_cls) -> dict[str, object]:
+    defaults = {}
+    for f in dataclasses.fields(config_cls):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    return defaults
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ",".join(_text(v) for v in value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}:{v}" for k, v in value.items())
+    if isinstance(value, broker_config.Endpoint):
+        return value.uri()
+    return str(value)
+
+
+def _type_of(name: str, value) -> int:
+    if isinstance(value, bool):
+        return BOOLEAN
+    if isinstance(value, int):
+        return LONG if name.endswith((".ms", ".bytes")) else INT
+    if isinstance(value, (tuple, list, dict)):
+        return LIST
+    return STRING
+
+
+# --- topic ---------------------------------------------------------------------
+
+def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int]]:
+    overrides = services.replica_manager.topic_configs.get(topic, {})
+    defaults = services.config.default_log_config()
+    entries = []
+    for name, (field_name, _) in sorted(TOPIC_KEYS.items()):
+        if name in overrides:
+            entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING))
+        elif field_name is not None:
+            value = getattr(defaults, field_name)
+            entries.append((name, _text(value), DEFAULT_CONFIG, _type_of(name, value)))
+    return entries

@@ -1,0 +1,189 @@
+"""`kafkactl controller`, `brokers`, `isr` and the health filters of `topics describe`,
+as subprocesses against a real local cluster (ZooKeeper + 3 brokers).
+
+One cluster serves the module. The read-only tests come first; the last test
+stops broker 3 to make partitions under-replicated, unavailable and led by a
+non-preferred replica, then restarts it throttled so that it stays behind,
+and reads how far behind it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kafkactl.cluster.local import LocalCluster
+from kafkactl.cluster.local.zkclient import zk_session
+from kafkactl.cluster.zk import codecs, layout
+
+KAFKACTL = Path(sys.executable).parent / "kafkactl"
+MESSAGES = 3000
+
+
+class Live:
+    """The module's cluster and a `kafkactl` whose current context is it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
+        self.env.update(KAFKACTL_CONFIG=str(root / "home" / "config.json"), XDG_STATE_HOME=str(root / "home" / "state"))
+        self.up: dict = {}
+
+    @property
+    def cluster(self) -> LocalCluster:
+        return LocalCluster(self.root / "cluster")
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    def ok(self, *args: str) -> str:
+        done = self.run(*args)
+        assert done.returncode == 0, f"kafkactl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def json(self, *args: str, code: int = 0):
+        done = self.run(*args, "-o", "json")
+        assert done.returncode == code, f"kafkactl {' '.join(args)}: {done.returncode} {done.stderr}"
+        return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    cluster = Live(tmp_path_factory.mktemp("inspect"))
+    try:
+        # Small follower fetches, so that a throttled follower catches up slowly.
+        cluster.up = json.loads(cluster.ok("cluster", "up", "--brokers", "3", "--dir", str(cluster.root / "cluster"),
+                                           "--config", "replica.fetch.max.bytes=10000", "-o", "json"))
+        yield cluster
+    finally:
+        cluster.cluster.down(timeout_s=10)
+
+
+def wait_for(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def create(live: Live, topic: str, assignment: str) -> None:
+    live.ok("topics", "create", topic, "--replica-assignment", assignment)
+    preferred = [int(p.split(":")[0]) for p in assignment.split(",")]
+    wait_for(lambda: [r["leader"] for r in live.json("topics", "describe", topic)] == preferred
+             and all(len(r["isr"]) == len(r["replicas"]) for r in live.json("topics", "describe", topic)),
+             30, f"{topic} to be fully in sync")
+
+
+def produce(live: Live, topic: str, count: int, size: int = 1000) -> None:
+    producer = Producer({"bootstrap.servers": live.up["bootstrap_servers"], "acks": "all", "linger.ms": 5,
+                         "batch.size": 5000})
+    for _ in range(count):
+        producer.produce(topic, os.urandom(size))
+        producer.poll(0)
+    assert producer.flush(30) == 0
+
+
+def test_controller_show(live):
+    with zk_session(live.up["zookeeper"], 10) as client:
+        controller_id = codecs.decode_controller(client.get(layout.CONTROLLER)[0])
+        epoch = codecs.decode_controller_epoch(client.get(layout.CONTROLLER_EPOCH)[0])
+    shown = live.json("controller", "show")
+    assert shown["controller_id"] == controller_id and shown["controller_epoch"] == epoch >= 1
+    assert abs(shown["elected_ms"] / 1000 - time.time()) < 600
+    assert f"broker {controller_id}" in live.ok("controller", "show")
+
+
+def test_brokers_list_and_describe_with_log_dirs(live):
+    create(live, "sized", "1:2")
+    produce(live, "sized", 200)
+    with zk_session(live.up["zookeeper"], 10) as client:
+        epochs = {b: client.get(layout.broker(b))[1].czxid for b in (1, 2, 3)}
+        controller_id = codecs.decode_controller(client.get(layout.CONTROLLER)[0])
+    brokers = live.json("brokers", "list")
+    assert [b["id"] for b in brokers] == [1, 2, 3]
+    assert {b["id"]: b["broker_epoch"] for b in brokers} == epochs
+    assert [b["id"] for b in brokers if b["controller"]] == [controller_id]
+    one = brokers[0]
+    assert one["endpoints"] == [f"PLAINTEXT://{live.up['brokers'][0]['host']}:{live.up['brokers'][0]['port']}"]
+    assert one["leader_count"] >= 1 and one["replica_count"] >= 1
+    dirs = {Path(d["path"]).name: d for d in one["log_dirs"]}
+    assert {name: d["media"] for name, d in dirs.items()} == {"ssd0": "ssd", "hdd0": "hdd"}
+    assert all(d["free_bytes"] > 0 and d["total_bytes"] >= d["free_bytes"] for d in dirs.values())
+    assert sum(d["used_bytes"] for d in dirs.values()) > 200 * 1000   # the partition's segment is there
+    assert brokers[0] == live.json("brokers", "describe", "1")
+    table = live.ok("brokers", "describe", "1")
+    assert "ssd" in table and "hdd" in table and str(live.root) in table
+    done = live.run("brokers", "describe", "9")
+    assert done.returncode == 2 and "broker 9 is not registered" in done.stderr
+
+
+def stop_broker_3(live: Live) -> None:
+    live.cluster.stop_broker(3)
+    with zk_session(live.up["zookeeper"], 10) as client:
+        wait_for(lambda: not client.exists(layout.broker(3)), 30, "broker 3 to deregister")
+
+
+def throttle(live: Live, topic: str) -> None:
+    """Kafka's replication throttle: 1 byte/s for every replica of `topic`."""
+    with zk_session(live.up["zookeeper"], 10) as client:
+        client.ensure_path("/config/brokers")
+        client.create(layout.entity_config("brokers", "<default>"), codecs.encode_entity_config({
+            "leader.replication.throttled.rate": "1", "follower.replication.throttled.rate": "1"}))
+        client.create(layout.CONFIG_CHANGE_PREFIX, codecs.encode_config_change("brokers/<default>"), sequence=True)
+        client.set(layout.topic_config(topic), codecs.encode_entity_config({
+            "leader.replication.throttled.replicas": "*", "follower.replication.throttled.replicas": "*"}))
+        client.create(layout.CONFIG_CHANGE_PREFIX, codecs.encode_config_change(f"topics/{topic}"), sequence=True)
+
+
+def partitions(rows) -> list[tuple[str, int]]:
+    return [(r["topic"], r["partition"]) for r in rows]
+
+
+def test_a_stopped_follower_shows_in_the_filters_and_its_lag_in_isr(live):
+    create(live, "lagging", "1:3")
+    create(live, "solo", "3")
+    create(live, "led-by-3", "3:1")
+    assert live.json("topics", "describe", "lagging", "solo", "led-by-3", "--under-replicated-partitions") == []
+    stop_broker_3(live)
+
+    mine = ("lagging", "solo", "led-by-3")
+    under = live.json("topics", "describe", *mine, "--under-replicated-partitions", code=1)
+    assert partitions(under) == [("lagging", 0), ("led-by-3", 0)]
+    assert [r["offline_replicas"] for r in under] == [[3], [3]]
+    unavailable = live.json("topics", "describe", *mine, "--unavailable-partitions", code=1)
+    assert partitions(unavailable) == [("solo", 0)] and unavailable[0]["leader"] == -1
+    moved = live.json("topics", "describe", *mine, "--non-preferred-leader", code=1)
+    assert ("led-by-3", 0) in partitions(moved) and moved[partitions(moved).index(("led-by-3", 0))]["leader"] == 1
+    assert partitions(live.json("topics", "describe", *mine, "--under-min-isr-partitions", code=1)) == [("solo", 0)]
+
+    # While broker 3 is down, isr says so per replica.
+    report = live.json("isr", "lagging")
+    [row] = report["partitions"]
+    assert row["isr"] == [1] and row["out_of_isr"][0]["problem"] == "broker 3 is not registered (down?)"
+    assert report["summary"] == {"partitions": 1, "under_replicated": 1, "under_min_isr": 0, "offline": 0}
+
+    produce(live, "lagging", MESSAGES)
+    throttle(live, "lagging")
+    live.cluster.up()
+
+    def lag_of_3():
+        [lag] = live.json("isr", "lagging")["partitions"][0]["out_of_isr"]
+        return lag if lag["problem"] is None else None
+
+    lag = wait_for(lag_of_3, 30, "broker 3 to answer")
+    assert lag["broker_id"] == 3 and 0 < lag["lag"] <= MESSAGES
+    assert lag["log_end_offset"] + lag["lag"] == MESSAGES
+    table = live.ok("isr", "lagging")
+    assert "3: " in table and "behind (since" in table
+    assert table.strip().splitlines()[-1] == "partitions: 1, under-replicated: 1, under min ISR: 0, offline: 0"

@@ -1,0 +1,156 @@
+"""`kafkactl topics` as a subprocess against a real local cluster (ZooKeeper + 3 brokers).
+
+One cluster serves the whole module: every test uses topics of its own, and
+what each command writes is checked in ZooKeeper itself, including that a
+refused command wrote nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkactl.cluster.local import LocalCluster
+from kafkactl.cluster.local.zkclient import zk_session
+
+KAFKACTL = Path(sys.executable).parent / "kafkactl"
+
+
+class Live:
+    """The module's cluster and a `kafkactl` whose current context is it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
+        self.env.update(KAFKACTL_CONFIG=str(root / "home" / "config.json"), XDG_STATE_HOME=str(root / "home" / "state"))
+        self.zookeeper = ""
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    def ok(self, *args: str) -> str:
+        done = self.run(*args)
+        assert done.returncode == 0, f"kafkactl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def json(self, *args: str):
+        return json.loads(self.ok(*args, "-o", "json"))
+
+    def znodes(self, *parents: str) -> dict[str, bytes | None]:
+        """The data of every child of `parents` (absent parent: empty)."""
+        found = {}
+        with zk_session(self.zookeeper, 10) as client:
+            for parent in parents:
+                if client.exists(parent):
+                    for child in client.get_children(parent):
+                        found[f"{parent}/{child}"] = client.get(f"{parent}/{child}")[0]
+        return found
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    cluster = Live(tmp_path_factory.mktemp("topics"))
+    try:
+        up = json.loads(cluster.ok("cluster", "up", "--brokers", "3", "--dir", str(cluster.root / "cluster"),
+                                   "-o", "json"))
+        cluster.zookeeper = up["zookeeper"]
+        yield cluster
+    finally:
+        LocalCluster(cluster.root / "cluster").down(timeout_s=10)
+
+
+def wait_for(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def leaders(live: Live, topic: str) -> dict[int, int]:
+    return {r["partition"]: r["leader"] for r in live.json("topics", "describe", topic)}
+
+
+def assert_refused(live: Live, args, *fragments):
+    before = live.znodes("/brokers/topics", "/config/topics", "/admin/delete_topics")
+    done = live.run(*args)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and line.startswith("kafkactl: error: "), done.stderr
+    assert all(f in line for f in fragments), line
+    assert live.znodes("/brokers/topics", "/config/topics", "/admin/delete_topics") == before
+
+
+def test_create_with_an_explicit_assignment(live):
+    live.ok("topics", "create", "explicit", "--replica-assignment", "1:2:3,2:3:1", "--config", "retention.ms=60000")
+    value = json.loads(live.znodes("/brokers/topics")["/brokers/topics/explicit"])
+    assert value["partitions"] == {"0": [1, 2, 3], "1": [2, 3, 1]}
+    assert json.loads(live.znodes("/config/topics")["/config/topics/explicit"])["config"] == {"retention.ms": "60000"}
+    # The controller elects the preferred replicas.
+    wait_for(lambda: leaders(live, "explicit") == {0: 1, 1: 2}, 30, "leaders 1 and 2")
+    rows = live.json("topics", "describe", "explicit")
+    assert [(r["replicas"], sorted(r["isr"])) for r in rows] == [([1, 2, 3], [1, 2, 3]), ([2, 3, 1], [1, 2, 3])]
+
+
+def test_create_with_kafkas_assignment_and_list(live):
+    live.ok("topics", "create", "spread", "--partitions", "6", "--replication-factor", "2")
+    partitions = json.loads(live.znodes("/brokers/topics")["/brokers/topics/spread"])["partitions"]
+    assert len(partitions) == 6 and all(len(set(r)) == 2 for r in partitions.values())
+    assert sorted(r[0] for r in partitions.values()) == [1, 1, 2, 2, 3, 3]   # leaders spread evenly
+    assert "spread" in live.json("topics", "list")
+
+
+def test_invalid_creations_are_refused_and_write_nothing(live):
+    live.ok("topics", "create", "orders.v1", "-p", "1", "-r", "1")
+    assert_refused(live, ["topics", "create", "big", "-p", "1", "-r", "4"], "--replication-factor", "larger than")
+    assert_refused(live, ["topics", "create", "bad", "--replica-assignment", "1:2,2:7"], "broker 7 is not registered")
+    assert_refused(live, ["topics", "create", "bad", "--replica-assignment", "1:2,3"], "same replication factor")
+    assert_refused(live, ["topics", "create", "orders_v1", "-p", "1", "-r", "1"], "collides")
+    assert_refused(live, ["topics", "create", "bad name", "-p", "1", "-r", "1"], "illegal characters")
+    assert_refused(live, ["topics", "create", "bad", "-p", "1", "-r", "1", "--config", "cleanup.policy=never"],
+                   "cleanup.policy")
+
+
+def test_alter_adds_partitions_that_get_leaders(live):
+    live.ok("topics", "create", "growing", "--replica-assignment", "1:2,2:3")
+    wait_for(lambda: leaders(live, "growing") == {0: 1, 1: 2}, 30, "leaders")
+    added = live.json("topics", "alter", "growing", "--partitions", "4")["added"]
+    partitions = json.loads(live.znodes("/brokers/topics")["/brokers/topics/growing"])["partitions"]
+    assert partitions == {"0": [1, 2], "1": [2, 3], **added} and sorted(added) == ["2", "3"]
+    wait_for(lambda: all(leader >= 1 for leader in leaders(live, "growing").values())
+             and len(leaders(live, "growing")) == 4, 30, "leaders of the new partitions")
+    assert_refused(live, ["topics", "alter", "growing", "--partitions", "3"], "only be added")
+    assert_refused(live, ["topics", "alter", "growing", "--partitions", "5", "--replica-assignment", "1:9"],
+                   "broker 9 is not registered")
+
+
+def test_delete_waits_until_the_controller_removed_the_topics(live):
+    live.ok("topics", "create", "doomed-a", "--replica-assignment", "1:2")
+    live.ok("topics", "create", "doomed-b", "--replica-assignment", "2:3,3:1")
+    wait_for(lambda: leaders(live, "doomed-b") == {0: 2, 1: 3}, 30, "leaders")
+    # No terminal and no --yes: refused, nothing marked.
+    assert_refused(live, ["topics", "delete", "doomed-a"], "--yes")
+    assert_refused(live, ["topics", "delete", "doomed-a", "nope", "--yes"], "'nope' does not exist")
+    out = live.ok("topics", "delete", "doomed-a", "doomed-b", "--yes", "--wait", "--timeout", "60")
+    assert "topic doomed-a marked for deletion" in out and "deleted: doomed-a, doomed-b" in out
+    remaining = live.znodes("/brokers/topics", "/admin/delete_topics", "/config/topics")
+    assert not [path for path in remaining if "doomed" in path]
+    assert "doomed-a" not in live.json("topics", "list")
+
+
+def test_describe_json_is_the_flat_list(live):
+    live.ok("topics", "create", "flat", "--replica-assignment", "3:1")
+    wait_for(lambda: leaders(live, "flat") == {0: 3}, 30, "a leader")
+    [row] = live.json("topics", "describe", "flat")
+    assert {k: row[k] for k in ("topic", "partition", "leader", "replicas", "offline_replicas")} == {
+        "topic": "flat", "partition": 0, "leader": 3, "replicas": [3, 1], "offline_replicas": []}
+    assert row["leader_epoch"] >= 0 and sorted(row["isr"]) in ([3], [1, 3])
