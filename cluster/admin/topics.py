@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk import codecs, layout, multi_read
 from kafkactl.cluster.zk.client import wait
 
 ZK_TIMEOUT_S = 10.0
@@ -80,69 +80,44 @@ def list_topics(client, timeout_s: float = ZK_TIMEOUT_S) -> list[str]:
         return []
 
 
-def get_many(client, paths: list[str]) -> list:
-    """kazoo's get_async for many paths at once.
-
-    kazoo wakes its I/O thread with a one-byte socket write per request; each
-    wake-up hands the GIL to that thread and the caller waits to get it
-    back, so 10,000 get_async calls took 5 s here. The I/O thread sends one
-    queued request per byte it reads, so queueing a chunk of requests and
-    writing one byte per request in a single send keeps its protocol and
-    costs one wake-up per chunk. Clients without that machinery (the unit
-    tests' stand-in) get plain get_async calls.
-    """
-    connection = getattr(client, "_connection", None)
-    queue = getattr(client, "_queue", None)
-    if connection is None or queue is None or getattr(connection, "_write_sock", None) is None:
-        return [client.get_async(path) for path in paths]
-    from kazoo.protocol.paths import _prefix_root
-    from kazoo.protocol.serialization import GetData
-
-    results = []
-    for start in range(0, len(paths), _GET_CHUNK):
-        chunk = paths[start:start + _GET_CHUNK]
-        for path in chunk:
-            result = client.handler.async_result()
-            queue.append((GetData(_prefix_root(client.chroot, path), None), result))
-            results.append(result)
-        connection._write_sock.send(b"\0" * len(chunk))
-    return results
-
-
-_GET_CHUNK = 1000
+def read_nodes(client, paths: list[str], timeout_s: float) -> list:
+    """(data, stat) per path, None for a missing znode: few multiRead requests
+    instead of one request per znode (see cluster/zk/multi_read.py)."""
+    nodes = []
+    for result in multi_read.get_many(client, paths, timeout_s):
+        if isinstance(result, NoNodeError):
+            nodes.append(None)
+        elif isinstance(result, Exception):
+            raise result
+        else:
+            nodes.append(result)
+    return nodes
 
 
 def describe_topics(client, topics: list[str], timeout_s: float = ZK_TIMEOUT_S) -> dict[str, list[PartitionInfo] | None]:
     """Per topic its partitions (None for a topic that does not exist)."""
-    topic_results = dict(zip(topics, get_many(client, [layout.topic(t) for t in topics])))
-    assignments = {}
-    for topic, result in topic_results.items():
-        try:
-            assignments[topic] = codecs.decode_topic(topic, wait(result, timeout_s)[0])
-        except NoNodeError:
-            assignments[topic] = None
+    topic_nodes = dict(zip(topics, read_nodes(client, [layout.topic(t) for t in topics], timeout_s)))
+    assignments = {topic: None if node is None else codecs.decode_topic(topic, node[0])
+                   for topic, node in topic_nodes.items()}
     keys = [(t, p) for t, a in assignments.items() if a is not None for p in a.partitions]
-    state_results = dict(zip(keys, get_many(client, [layout.partition_state(t, p) for t, p in keys])))
+    state_nodes = dict(zip(keys, read_nodes(client, [layout.partition_state(t, p) for t, p in keys], timeout_s)))
     described: dict[str, list[PartitionInfo] | None] = {}
     for topic, assignment in assignments.items():
         if assignment is None:
             described[topic] = None
             continue
-        described[topic] = [
-            _partition_info(topic, p, replicas, state_results[(topic, p)], timeout_s)
-            for p, replicas in sorted(assignment.partitions.items())
-        ]
+        described[topic] = [_partition_info(topic, p, replicas, state_nodes[(topic, p)])
+                            for p, replicas in sorted(assignment.partitions.items())]
     return described
 
 
-def _partition_info(topic, partition, replicas, result, timeout_s) -> PartitionInfo:
-    try:
-        data, stat = wait(result, timeout_s)
-        state = codecs.decode_partition_state(layout.partition_state(topic, partition), data, stat.version)
-        return PartitionInfo(topic, partition, replicas, state.leader, state.leader_epoch, state.isr,
-                             stat.mtime, stat.version)
-    except NoNodeError:
+def _partition_info(topic, partition, replicas, node) -> PartitionInfo:
+    if node is None:
         return PartitionInfo(topic, partition, replicas, -1, -1, [])
+    data, stat = node
+    state = codecs.decode_partition_state(layout.partition_state(topic, partition), data, stat.version)
+    return PartitionInfo(topic, partition, replicas, state.leader, state.leader_epoch, state.isr,
+                         stat.mtime, stat.version)
 
 
 def live_brokers(client, timeout_s: float = ZK_TIMEOUT_S) -> list[codecs.BrokerRegistration]:

@@ -21,7 +21,7 @@ from typing import Union
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
-from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk import codecs, layout, multi_read
 from kafkactl.cluster.zk.client import wait
 
 log = logging.getLogger(__name__)
@@ -156,6 +156,10 @@ class ZkControllerStore:
     # --- pipelined reads
 
     def get_many(self, paths: list[str], watch=None) -> dict[str, tuple[bytes, object] | None]:
+        if watch is None and len(paths) > 1:
+            # A failover reads every partition state: few multiRead requests.
+            return {path: None if isinstance(node, NoNodeError) else _raise_if_error(node)
+                    for path, node in zip(paths, multi_read.get_many(self.client, paths, self.timeout_s))}
         pending = {path: self.client.get_async(path, watch=watch) for path in paths}
         results = {}
         for path, future in pending.items():
@@ -194,3 +198,9 @@ def _result(op: ZkOp, raw) -> OpResult:
     if isinstance(op, Create):
         return OpResult(op, zk_version=0, created_path=raw)
     return OpResult(op)
+
+
+def _raise_if_error(node):
+    if isinstance(node, Exception):
+        raise node
+    return node
