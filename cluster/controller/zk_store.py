@@ -26,7 +26,7 @@ from kafkactl.cluster.zk.client import wait
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BATCH_SIZE = 200          # well under jute.maxbuffer (1 MB) for partition states
+DEFAULT_BATCH_SIZE = 1000         # ~150 KB of partition states, well under jute.maxbuffer (1 MB)
 DEFAULT_TIMEOUT_S = 10.0
 ELECTION_RETRIES = 5
 
