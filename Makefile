@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 DEBIAN_PACKAGES := zookeeper default-jre-headless kcat
 STAMP := $(VENV)/.installed
 
-.PHONY: debian-packages setup demo test unit integration bench clean
+.PHONY: debian-packages setup demo test unit integration bench docs clean
 
 setup: debian-packages $(STAMP)
 
@@ -41,6 +41,10 @@ integration: setup
 
 bench: setup
 	$(VENV)/bin/python bench/throughput.py
+
+# docs/cli.md from the app, with examples run against a local cluster.
+docs: setup
+	$(PYTHON) scripts/cli_docs.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -26,7 +26,7 @@ ENV_BROKER_MODULE = "KAFKACTL_BROKER_MODULE"
 app = typer.Typer(help="Run a local cluster: ZooKeeper and brokers as background processes.",
                   no_args_is_help=True, epilog=SHARED_EPILOG)
 
-_DIR_HELP = ("Cluster directory [default: the --context's cluster_dir, else "
+_DIR_HELP = ("Cluster directory [default: the --context's (or the current context's) cluster_dir, else "
              "$XDG_STATE_HOME/kafkactl/local].")
 
 
@@ -105,7 +105,8 @@ def _local_cluster(root: Path):
 
 
 def _directory(ctx: typer.Context, directory: str | None) -> Path:
-    """--dir, else the explicit --context's cluster_dir, else the default state dir."""
+    """--dir, else the explicit --context's cluster_dir, else the current
+    context's if it is a local cluster, else the default state dir."""
     from .config import context_entry, default_cluster_dir, load_config
     from .errors import CliUsageError
 
@@ -118,6 +119,10 @@ def _directory(ctx: typer.Context, directory: str | None) -> Path:
             raise CliUsageError(f"context {context!r} is not a local cluster (no cluster_dir); "
                                 f"pass --dir")
         return Path(entry["cluster_dir"])
+    config = load_config()
+    current = config.contexts.get(config.current_context or "", {})
+    if current.get("cluster_dir"):   # the local cluster the user switched to (or last started)
+        return Path(current["cluster_dir"])
     return default_cluster_dir()
 
 
