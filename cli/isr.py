@@ -13,24 +13,14 @@ import typer
 from .common import SHARED_EPILOG, shared, timeout_s, zookeeper
 from .topics import complete_topics
 
+# A group that runs by itself; interspersed args, so options may follow the
+# topics (click groups otherwise stop reading options at the first argument).
 app = typer.Typer(help="Leaders and ISRs, with the lag of replicas outside the ISR.",
-                  invoke_without_command=True, subcommand_metavar="", epilog=SHARED_EPILOG)
+                  invoke_without_command=True, subcommand_metavar="", epilog=SHARED_EPILOG,
+                  context_settings={"allow_interspersed_args": True})
 
 ISR_TIMEOUT_S = 5.0
 DEFAULT_WATCH_S = 2.0
-
-
-def _watch_option():
-    # An option whose value may be left out (`--watch` or `--watch 5`): click
-    # supports it through flag_value, which typer 0.29 passes on but marks as
-    # deprecated; the warning would only reach people running with -W error.
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return typer.Option(
-            None, "--watch", "-w", is_flag=False, flag_value=DEFAULT_WATCH_S, metavar="[SECONDS]",
-            help=f"Refresh every SECONDS (default {DEFAULT_WATCH_S:g}) until Ctrl-C; put it after the topics.")
 
 
 @app.callback(invoke_without_command=True, epilog=SHARED_EPILOG)
@@ -38,19 +28,21 @@ def isr(
     ctx: typer.Context,
     topics: list[str] | None = typer.Argument(None, metavar="[TOPIC]...", help="Topics [default: all].",
                                               autocompletion=complete_topics),
-    watch: float | None = _watch_option(),
+    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh until Ctrl-C, as watch(1) does."),
+    interval: float = typer.Option(DEFAULT_WATCH_S, "--interval", metavar="SECONDS",
+                                   help="Seconds between refreshes with --watch."),
 ) -> None:
     """Per partition: leader, leader epoch, replicas, ISR, and for each replica
     outside the ISR how far behind it is and since when; then a summary."""
-    if watch is not None and not watch > 0:
+    if not interval > 0:
         from .errors import CliUsageError
 
-        raise CliUsageError(f"--watch {watch!r}: give a positive number of seconds")
+        raise CliUsageError(f"--interval {interval!r}: give a positive number of seconds")
     with zookeeper(ctx) as client:
-        if watch is None:
+        if not watch:
             _show(ctx, client, list(topics or []))
             return
-        _watch(ctx, client, list(topics or []), watch)
+        _watch(ctx, client, list(topics or []), interval)
 
 
 def _watch(ctx: typer.Context, client, topics: list[str], interval_s: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -149,6 +150,21 @@ def throttle(live: Live, topic: str) -> None:
 
 def partitions(rows) -> list[tuple[str, int]]:
     return [(r["topic"], r["partition"]) for r in rows]
+
+
+def test_isr_watch_refreshes_until_interrupted(live):
+    create(live, "watched", "1:2:3")
+    watcher = subprocess.Popen([str(KAFKACTL), "isr", "watched", "--watch", "--interval", "0.3"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=live.env, stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(2.5)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 0, err
+    refreshes = out.count("partitions: 1, under-replicated: 0")
+    assert refreshes >= 3, out       # one report per 0.3 s, however slow the machine: at least a few
+    assert "Traceback" not in err
 
 
 def test_a_stopped_follower_shows_in_the_filters_and_its_lag_in_isr(live):

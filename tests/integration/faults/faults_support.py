@@ -500,12 +500,14 @@ class CheckReport:
     failed: int
     in_log: int                                 # our values found in the log
     unacknowledged_in_log: int                  # failed (e.g. timed out) but written
+    acknowledged_without_offset: int = 0        # success reported with no offset (see check)
     high_watermarks: dict[int, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return (f"acknowledged {self.acknowledged}, failed {self.failed}, in the log {self.in_log} "
                 f"({self.unacknowledged_in_log} of them not acknowledged), "
+                f"{self.acknowledged_without_offset} acknowledged without an offset, "
                 f"high watermarks {self.high_watermarks}")
 
 
@@ -601,7 +603,17 @@ def check(bootstrap: str, producer: LoadProducer, probe_prefix: bytes = b"probe-
             last_seq = max(last_seq, seq)
         report.in_log += sum(1 for s, (p, _) in seen.items() if p == partition)
 
-        partition_acks = sorted((a for a in acks if a.partition == partition), key=lambda a: a.seq)
+        # librdkafka may report success without an offset (offset None): an
+        # idempotent retry it judged persisted, e.g. after a leader change. Such
+        # a message must be in the partition; where, the client never said.
+        partition_acks = sorted((a for a in acks if a.partition == partition and a.offset is not None),
+                                key=lambda a: a.seq)
+        unplaced = [a for a in acks if a.partition == partition and a.offset is None]
+        report.acknowledged_without_offset += len(unplaced)
+        missing = [a.seq for a in unplaced if seen.get(a.seq, (None,))[0] != partition]
+        if missing:
+            problems.append(f"partition {partition}: {len(missing)} messages acknowledged without an offset "
+                            f"are not in the log, e.g. seqs {missing[:5]}")
         in_order = [a for a in partition_acks if a.seq not in resent]
         for earlier, later in zip(in_order, in_order[1:]):
             if later.offset <= earlier.offset:

@@ -110,5 +110,5 @@ def test_isr_of_an_unknown_topic_and_a_bad_watch_interval(fake_zookeeper, capsys
     cluster(fake_zookeeper)
     code, _, err = run(capsys, "isr", "nope")
     assert code == 2 and "'nope' does not exist" in err
-    code, _, err = run(capsys, "isr", "t", "--watch", "0")
-    assert code == 2 and "--watch" in err
+    code, _, err = run(capsys, "isr", "t", "--watch", "--interval", "0")
+    assert code == 2 and "--interval" in err
