@@ -411,12 +411,14 @@ class MetricsServer:
     """`GET /metrics` on host:port (port 0: any free port, see .port)."""
 
     def __init__(self, host: str, port: int, render: Callable[[], str],
-                 max_concurrent: int = MAX_CONCURRENT_SCRAPES, timeout_s: float = HTTP_TIMEOUT_S) -> None:
+                 max_concurrent: int = MAX_CONCURRENT_SCRAPES, timeout_s: float = HTTP_TIMEOUT_S,
+                 poll_interval_s: float = 0.5) -> None:
         self._server = _Server((host or "0.0.0.0", port), _handler(render, timeout_s), max_concurrent)
         self.host = host or "0.0.0.0"
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
-                                        name="metrics-http", daemon=True)
+        # stop() waits up to poll_interval_s for the serving loop to notice
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": poll_interval_s}, name="metrics-http", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -354,7 +354,7 @@ def serve():
     servers = []
 
     def start(render, **kwargs) -> MetricsServer:
-        server = MetricsServer("127.0.0.1", 0, render, **kwargs)
+        server = MetricsServer("127.0.0.1", 0, render, poll_interval_s=0.05, **kwargs)
         server.start()
         servers.append(server)
         return server
