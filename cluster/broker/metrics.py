@@ -256,9 +256,11 @@ def _partition_families(partitions: Iterable, dir_of, meters: PartitionMeters):
         escaped = topic_labels.get(topic)
         if escaped is None:
             escaped = topic_labels[topic] = escape_label_value(topic)
+        path = dir_of(topic, index)
+        if path is None:
+            continue   # its log was deleted a moment ago
         labels = f'topic="{escaped}",partition="{index}"'
         size_bytes = log_.size_bytes
-        path = dir_of(topic, index) or ""
         dir_used[path] = dir_used.get(path, 0) + size_bytes
         dir_label = dir_labels.get(path)
         if dir_label is None:

@@ -138,3 +138,32 @@ def test_only_metrics_is_served(cluster):
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(f"http://127.0.0.1:{cluster.brokers[0].metrics_port}/", timeout=10)
     assert error.value.code == 404
+
+
+def test_metrics_port_0_takes_a_free_port_and_logs_it(zookeeper_server, tmp_path):
+    import signal
+    import sys
+
+    from kafkactl.cluster.local.ports import free_loopback_ports
+
+    [port] = free_loopback_ports(1)
+    properties = tmp_path / "server.properties"
+    properties.write_text(f"broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'data'}\n"
+                          f"zookeeper.connect={zookeeper_server}/metrics-port-0\nmetrics.port=0\n")
+    log_file = tmp_path / "broker.log"
+    with open(log_file, "w") as log:
+        broker = subprocess.Popen([sys.executable, "-m", "kafkactl.cluster.broker", str(properties)],
+                                  stdout=log, stderr=subprocess.STDOUT)
+    try:
+        logged = wait_until(lambda: re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", log_file.read_text()),
+                            30, what="the broker to log its metrics port")
+        samples = scrape(int(logged.group(1)))
+        assert one(samples, "kafka_broker_info", broker_id=1, rack="") == 1
+        assert one(samples, "kafka_partition_count") == 0
+    finally:
+        broker.send_signal(signal.SIGTERM)
+        try:
+            broker.wait(20)
+        except subprocess.TimeoutExpired:
+            broker.kill()
+            broker.wait(5)

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafkactl.cluster.broker.config import BrokerConfig, Endpoint
+from kafkactl.cluster.broker.config import BrokerConfig, ConfigError, Endpoint, from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache
@@ -142,6 +142,13 @@ def test_partition_sizes_offsets_and_dirs():
     assert values(families, "kafka_log_size_bytes", topic="u.x-y", partition=0, log_dir="/d/ssd0") == [7]
     assert value(families, "kafka_log_end_offset", topic="t", partition=0) == 12
     assert value(families, "kafka_log_start_offset", topic="t", partition=0) == 3
+
+
+def test_a_partition_whose_log_was_just_deleted_is_left_out():
+    families = page([partition("t", 0, 100), partition("gone", 0, 5)],
+                    dir_of=lambda topic, index: None if topic == "gone" else "/d/ssd0")
+    assert values(families, "kafka_log_size_bytes", topic="gone") == []
+    assert value(families, "kafka_partition_count") == 1
 
 
 def test_log_dirs_capacity_used_free_and_media():
@@ -341,6 +348,23 @@ def test_building_the_page_for_10000_partitions_is_cheap(capsys):
     assert len(families["kafka_log_size_bytes"]["samples"]) == 10000
     assert len(families["kafka_partition_bytes_in_per_second"]["samples"]) == 10000
     assert min(timings_ms) < 1000   # a loose bound: the aim (< 100 ms) is reported above, not asserted
+
+
+# --- config -----------------------------------------------------------------------------
+
+BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/d/a"}
+
+
+@pytest.mark.parametrize("value, port", [(None, -1), ("-1", -1), ("0", 0), ("9404", 9404), ("65535", 65535)])
+def test_metrics_port_is_off_by_default_and_0_means_any_free_port(value, port):
+    properties = dict(BASE) if value is None else {**BASE, "metrics.port": value}
+    assert from_properties(properties)[0].metrics_port == port
+
+
+@pytest.mark.parametrize("value", ["-2", "65536", "x"])
+def test_a_bad_metrics_port_is_refused_naming_the_key(value):
+    with pytest.raises(ConfigError, match="metrics.port"):
+        from_properties({**BASE, "metrics.port": value})
 
 
 # --- the HTTP server ----------------------------------------------------------------
