@@ -46,7 +46,7 @@ LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 API_NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 4: "LeaderAndIsr", 5: "StopReplica",
     6: "UpdateMetadata", 7: "ControlledShutdown", 10: "FindCoordinator", 18: "ApiVersions",
-    22: "InitProducerId", 23: "OffsetForLeaderEpoch",
+    22: "InitProducerId", 23: "OffsetForLeaderEpoch", 32: "DescribeConfigs", 35: "DescribeLogDirs",
 }
 UNKNOWN_API = "Unknown"
 
