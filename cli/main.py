@@ -21,7 +21,8 @@ from .errors import EXIT_FAILED, EXIT_USAGE, CliError
 from .options import SharedOptions, lift_shared_options, merge
 
 PROG = "kafkactl"
-NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassign", "elect", "configs")
+NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassign", "elect", "configs",
+         "metrics")
 
 app = typer.Typer(
     name=PROG,

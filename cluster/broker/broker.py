@@ -20,6 +20,7 @@ from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot
+from kafkactl.cluster.broker.metrics import TICK_INTERVAL_S, BrokerMetrics, MetricsServer, render_page
 from kafkactl.cluster.broker.network import SocketServer
 from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.zk_agent import ZkAgent
@@ -49,6 +50,7 @@ class Broker:
         for log_dir in self.log_manager.log_dirs:
             log.info("log dir %s: %s", log_dir.path, log_dir.media)
         self.metadata = MetadataCache()
+        self.metrics = BrokerMetrics()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
         self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms=clock_ms,
                                 on_broker_config=self.replica_manager.update_broker_config)
@@ -60,6 +62,7 @@ class Broker:
             zk_agent=self.zk_agent,
             producer_ids=ProducerIdManager(self.zk_agent.allocate_producer_id_block),
             clock_ms=clock_ms,
+            metrics=self.metrics,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
                                              config.min_incremental_fetch_session_eviction_ms, clock_ms),
         )
@@ -68,6 +71,7 @@ class Broker:
             listener.host, listener.port, Dispatcher(self.services),
             config.max_connections, config.socket_request_max_bytes,
         )
+        self.metrics_server: MetricsServer | None = None
         self.controller: Controller | None = None
         self._stopping = threading.Event()
         self._housekeeping = threading.Thread(target=self._housekeeping_loop, name="housekeeping", daemon=True)
@@ -81,6 +85,7 @@ class Broker:
     def start(self) -> None:
         self.log_manager.startup()
         self.server.start()
+        self._start_metrics_server()
         self.zk_agent.start()
         self.metadata.replace(MetadataSnapshot(cluster_id=self.zk_agent.cluster_id))
         self.controller = Controller(self.config.broker_id, self.zk_agent.client, controller_config(self.config),
@@ -90,12 +95,31 @@ class Broker:
         self._housekeeping.start()
         log.info("broker %s serving on port %s", self.config.broker_id, self.server.port)
 
+    def _start_metrics_server(self) -> None:
+        """`metrics.port` -1: none; 0: any free port (logged, and kept in .metrics_server.port)."""
+        if self.config.metrics_port < 0:
+            return
+        host = self.config.listeners[0].host
+        self.metrics_server = MetricsServer(host, self.config.metrics_port, self.render_metrics)
+        self.metrics_server.start()
+        log.info("broker %s metrics on http://%s:%s/metrics", self.config.broker_id,
+                 self.metrics_server.host, self.metrics_server.port)
+
+    def render_metrics(self) -> str:
+        """The /metrics page (the HTTP server's threads call this)."""
+        log_manager = self.log_manager
+        return render_page(self.config.broker_id, self.config.broker_rack,
+                           list(self.replica_manager.partitions.values()), log_manager.log_dirs,
+                           log_manager.dir_of, self.metrics.partitions, self.metrics.requests)
+
     def shutdown(self) -> None:
         log.info("broker %s shutting down", self.config.broker_id)
         if self.config.controlled_shutdown_enable:
             controlled_shutdown(self.config, self.metadata, self.zk_agent.broker_epoch)
         self._stopping.set()
         self.server.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
         if self.controller is not None:
             self.controller.stop()
         self.zk_agent.stop()
@@ -110,7 +134,11 @@ class Broker:
         visits every partition, so none runs more often than Kafka runs it:
         with 10,000 partitions a visit costs tens of milliseconds of the CPU
         that replication and the controller need."""
-        return [
+        metrics = []
+        if self.config.metrics_port >= 0:   # rates only matter to someone scraping them
+            metrics.append(("metrics-rates", int(TICK_INTERVAL_S * 1000),
+                            lambda _: self.metrics.partitions.tick(self.replica_manager.partitions.keys())))
+        return metrics + [
             # Kafka checks the ISR every replica.lag.time.max.ms / 2.
             ("isr-expiration", max(HOUSEKEEPING_TICK_S * 1000, self.config.replica_lag_time_max_ms // 2),
              self.replica_manager.maybe_shrink_isr),

@@ -177,6 +177,10 @@ def _at_least(minimum: int) -> Callable[[Any], str | None]:
     return lambda value: None if value >= minimum else f"must be >= {minimum}"
 
 
+def _metrics_port(value: int) -> str | None:
+    return None if -1 <= value <= 65535 else "must be a port (0: any free port), or -1 for no metrics endpoint"
+
+
 def _positive_or_unlimited(value: int) -> str | None:
     return None if value == -1 or value > 0 else "must be > 0, or -1 for no limit"
 
@@ -244,7 +248,7 @@ _KEYS: dict[str, _Key] = {
     "leader.imbalance.per.broker.percentage": _Key("leader_imbalance_per_broker_percentage", _int, _at_least(0)),
     "leader.imbalance.check.interval.seconds": _Key("leader_imbalance_check_interval_seconds", _int, _at_least(1)),
     "delete.topic.enable": _Key("delete_topic_enable", _bool),
-    "metrics.port": _Key("metrics_port", _int, _at_least(-1)),
+    "metrics.port": _Key("metrics_port", _int, _metrics_port),
 }
 
 # Kafka keys this broker accepts without acting on them (they tune Kafka's

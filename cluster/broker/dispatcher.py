@@ -8,6 +8,7 @@ expects, so the connection is closed, as Apache Kafka does.
 from __future__ import annotations
 
 import logging
+import time
 
 from kafkactl.cluster.broker.handlers import (
     api_versions,
@@ -53,10 +54,25 @@ CONTROL_HANDLERS = {
 class Dispatcher:
     def __init__(self, services) -> None:
         self.services = services
+        self.requests = services.metrics.requests
 
     def dispatch(self, frame: bytes) -> bytes | SplicedResponse | None:
-        """The response to send, or None for none; FrameError closes the connection."""
+        """The response to send, or None for none; FrameError closes the connection.
+
+        Counts the request and its latency under its API (services.metrics);
+        one that raises counts as an error."""
+        started = time.perf_counter()
         api_key, api_version, correlation_id = peek_api(frame)
+        stats = self.requests.stats(api_key)
+        try:
+            return self._dispatch(frame, api_key, api_version, correlation_id)
+        except BaseException:
+            stats.errors += 1
+            raise
+        finally:
+            stats.observe(time.perf_counter() - started)
+
+    def _dispatch(self, frame, api_key: int, api_version: int, correlation_id: int):
         if api_key == apis.API_VERSIONS and not apis.is_supported(api_key, api_version):
             response = api_versions.unsupported_version_response()
             return encode_response(response, correlation_id, flexible_header=False)

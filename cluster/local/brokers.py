@@ -17,7 +17,7 @@ BROKER_MODULE = "kafkactl.cluster.broker"
 # would make cluster.json lie about ports, ids or directories.
 MANAGED_KEYS = frozenset({
     "broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir",
-    "log.dir.media", "zookeeper.connect",
+    "log.dir.media", "zookeeper.connect", "metrics.port",
 })
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -64,6 +64,8 @@ def server_properties(broker: BrokerSpec, host: str, zookeeper_port: int,
         "log.dir.media": ",".join(f"{d.path}:{d.media}" for d in broker.log_dirs),
         "zookeeper.connect": f"{host}:{zookeeper_port}",
     }
+    if broker.metrics_port is not None:
+        managed["metrics.port"] = str(broker.metrics_port)
     lines = ["# Written by kafkactl for a local cluster; rewritten on every `cluster up`.",
              "# Change settings with `kafkactl cluster up --config key=value` on a new cluster."]
     lines += [f"{k}={_escape(v)}" for k, v in managed.items()]

@@ -55,10 +55,15 @@ class BrokerStatus:
     config_file: str
     log_file: str
     registered: bool | None = None  # None: ZooKeeper was not asked or not reachable
+    metrics_port: int | None = None  # GET /metrics
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None if self.metrics_port is None else f"http://{self.host}:{self.metrics_port}/metrics"
 
     def to_dict(self) -> dict:
         return {
@@ -66,6 +71,7 @@ class BrokerStatus:
             "alive": self.alive, "log_dirs": list(self.log_dirs),
             "log_dir_media": dict(self.log_dir_media), "registered": self.registered,
             "config_file": self.config_file, "log_file": self.log_file,
+            "metrics_port": self.metrics_port, "metrics_url": self.metrics_url,
         }
 
 
@@ -218,6 +224,7 @@ class LocalCluster:
         spec = state.load(self.layout)
         if spec is None:
             return self._create(brokers or DEFAULT_BROKERS, dict(overrides or {}))
+        self._add_metrics_ports(spec)
         if brokers is not None and brokers != len(spec.brokers):
             raise ShapeMismatchError(
                 f"{self.root} already holds a cluster of {len(spec.brokers)} broker(s); "
@@ -236,10 +243,20 @@ class LocalCluster:
         if foreign:
             raise NotAClusterDirError(
                 f"{self.root} is not empty and holds no kafkactl cluster; use a new or empty --dir")
-        ports = free_loopback_ports(broker_count + 1, self.host)
-        spec = state.new_spec(self.layout, self.host, broker_count, ports, overrides)
+        ports = free_loopback_ports(2 * broker_count + 1, self.host)
+        spec = state.new_spec(self.layout, self.host, broker_count, ports[:broker_count + 1], overrides,
+                              metrics_ports=ports[broker_count + 1:])
         state.save(self.layout, spec)
         return spec
+
+    def _add_metrics_ports(self, spec: ClusterSpec) -> None:
+        """A cluster created before brokers served metrics gets its ports now."""
+        missing = [b for b in spec.brokers if b.metrics_port is None]
+        if not missing:
+            return
+        for broker, port in zip(missing, free_loopback_ports(len(missing), self.host)):
+            broker.metrics_port = port
+        state.save(self.layout, spec)
 
     def _write_configs(self, spec: ClusterSpec) -> None:
         zk = spec.zookeeper
@@ -272,6 +289,8 @@ class LocalCluster:
             if procs.is_running(self._broker_proc(broker)):
                 continue
             self._check_port_free(broker.name, broker.port, spec.host)
+            if broker.metrics_port is not None:
+                self._check_port_free(f"{broker.name} metrics", broker.metrics_port, spec.host)
             for log_dir in broker.log_dirs:
                 Path(log_dir.path).mkdir(parents=True, exist_ok=True)
             argv = broker_argv(broker.config_file, self.python, self.broker_module)
@@ -369,7 +388,8 @@ class LocalCluster:
             id=broker.id, host=spec.host, port=broker.port, pid=broker.pid if alive else None,
             alive=alive, log_dirs=tuple(d.path for d in broker.log_dirs),
             log_dir_media={d.path: d.media for d in broker.log_dirs},
-            config_file=broker.config_file, log_file=broker.log_file, registered=is_registered)
+            config_file=broker.config_file, log_file=broker.log_file, registered=is_registered,
+            metrics_port=broker.metrics_port)
 
     # ---- helpers ----------------------------------------------------------
 

@@ -63,6 +63,9 @@ class BrokerSpec:
     log_file: str
     log_dirs: list[LogDirSpec]
     pid: int | None = None
+    # GET /metrics (metrics.port); None in a cluster.json written before
+    # brokers had one: `up` then picks a free port and saves it.
+    metrics_port: int | None = None
 
     @property
     def name(self) -> str:
@@ -109,22 +112,25 @@ class ClusterSpec:
 
 
 def new_spec(layout: Layout, host: str, broker_count: int, ports: list[int],
-             overrides: dict[str, str]) -> ClusterSpec:
-    """A fresh cluster: ports[0] for ZooKeeper, the rest for brokers 1..N."""
+             overrides: dict[str, str], metrics_ports: list[int] | None = None) -> ClusterSpec:
+    """A fresh cluster: ports[0] for ZooKeeper, the rest for brokers 1..N;
+    metrics_ports[i] for broker i+1's GET /metrics (none when not given)."""
     zk_dir = layout.zookeeper_dir
     zk = ZooKeeperSpec(port=ports[0], config_file=str(zk_dir / "zoo.cfg"),
                        data_dir=str(zk_dir / "data"),
                        log_file=str(layout.log_file("zookeeper")))
-    brokers = [_new_broker(layout, broker_id, port)
-               for broker_id, port in enumerate(ports[1:], start=1)]
+    metrics_ports = list(metrics_ports or [])
+    brokers = [_new_broker(layout, broker_id, port, metrics_ports[broker_id - 1] if metrics_ports else None)
+               for broker_id, port in enumerate(ports[1:broker_count + 1], start=1)]
     return ClusterSpec(host=host, zookeeper=zk, brokers=brokers, overrides=dict(overrides))
 
 
-def _new_broker(layout: Layout, broker_id: int, port: int) -> BrokerSpec:
+def _new_broker(layout: Layout, broker_id: int, port: int, metrics_port: int | None = None) -> BrokerSpec:
     home = layout.broker_dir(broker_id)
     log_dirs = [LogDirSpec(str(home / name), media) for name, media in LOG_DIR_MEDIA]
     return BrokerSpec(id=broker_id, port=port, config_file=str(home / "server.properties"),
-                      log_file=str(layout.log_file(f"broker-{broker_id}")), log_dirs=log_dirs)
+                      log_file=str(layout.log_file(f"broker-{broker_id}")), log_dirs=log_dirs,
+                      metrics_port=metrics_port)
 
 
 def is_cluster_dir(root: Path) -> bool:

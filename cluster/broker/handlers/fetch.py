@@ -44,18 +44,21 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
     deadline = time.monotonic() + max(request.max_wait.total_seconds(), 0)
     response_max_bytes = getattr(request, "max_bytes", 0x7FFFFFFF)
     replica_manager = services.replica_manager
+    meters = services.metrics.partitions
+    # Kafka's BytesOutPerSec leaves followers out; they have ReplicationBytesOutPerSec.
+    count_bytes_out = meters.add_replication_bytes_out if replica_id >= 0 else meters.add_bytes_out
     while True:
         generation = replica_manager.data_generation
         reads, total_bytes = _read_all(replica_manager, context.targets, response_max_bytes, replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
         if total_bytes >= request.min_bytes or has_error or remaining <= 0 or not reads:
-            return _response(header, reads, context)
+            return _response(header, reads, context, count_bytes_out)
         # Nothing new until the deadline: what was read is the answer. Reading
         # every partition of a session again would cost an idle leader of
         # 10,000 partitions a good part of a core.
         if not replica_manager.wait_for_data(remaining, generation):
-            return _response(header, reads, context)
+            return _response(header, reads, context, count_bytes_out)
 
 
 def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int) -> list:
@@ -87,7 +90,10 @@ def _read_all(replica_manager, targets: list[FetchTarget], response_max_bytes: i
     return reads, total_bytes
 
 
-def _response(header, reads, context: FetchContext):
+def _response(header, reads, context: FetchContext, count_bytes_out=None):
+    """`count_bytes_out(topic, partition, size)`: the meter of the bytes sent
+    (consumers' or followers'); counted here, once per answer, because the
+    long poll may read a partition more than once."""
     cls = response_class(1, header.api_version)
     regions = []
     by_topic: dict[str, list] = {}
@@ -99,6 +105,8 @@ def _response(header, reads, context: FetchContext):
         if result.region is not None:
             records = new_placeholder()
             regions.append((records, result.region))
+            if count_bytes_out is not None:
+                count_bytes_out(topic, index, result.size)
         by_topic.setdefault(topic, []).append(nested(
             cls, "PartitionData",
             partition_index=index,

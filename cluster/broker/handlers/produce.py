@@ -22,13 +22,16 @@ VALID_ACKS = (0, 1, -1)
 def handle(services, header, request):
     acks = request.acks
     results = {}
+    meters = services.metrics.partitions
     for topic in request.topic_data:
         for partition in topic.partition_data:
             key = (topic.name, partition.index)
             if acks not in VALID_ACKS:
                 results[key] = AppendResult(ErrorCode.invalid_required_acks)
             else:
-                results[key] = _append(services, topic.name, partition.index, partition.records, acks)
+                result = results[key] = _append(services, topic.name, partition.index, partition.records, acks)
+                if result.error == ErrorCode.none:   # bytes in: appended as leader (Kafka's BytesInPerSec)
+                    meters.add_bytes_in(topic.name, partition.index, len(partition.records))
     if acks == -1:
         _await_commit(services, results, request.timeout)
     if acks == 0:

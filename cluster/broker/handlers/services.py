@@ -8,6 +8,7 @@ from typing import Callable
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.metadata import MetadataCache
+from kafkactl.cluster.broker.metrics import BrokerMetrics
 
 
 @dataclass
@@ -19,4 +20,5 @@ class BrokerServices:
     producer_ids: object
     clock_ms: Callable[[], int]
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     controller: object | None = None   # set on every broker; active on the elected one
