@@ -78,6 +78,10 @@ EXAMPLES: list[Example] = [
             "--rollback-file", str(WORK / "rollback.json")),
     example("reassign", "verify", "--plan", PLAN),
     example("reassign", "status"),
+    example("metrics", "snapshot", "--out", str(WORK / "snapshot"), "--network-in-capacity", "125000000",
+            "--network-out-capacity", "125000000",
+            note="What the planner reads: assignment from ZooKeeper, sizes and rates from every broker's "
+                 "/metrics (see docs/snapshot.md)."),
     example("reassign", "cancel", "--yes", exit_code=1,
             note="With nothing running, there is nothing to cancel."),
     example("elect", "preferred", "--all"),
