@@ -557,8 +557,8 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
     leader_lines = read_log(leader_log, leader_offset)
     noticed = first(controller_lines, rf"live brokers now \[(?!.*\b{leader}\b)")
     sent = matching(controller_lines, rf"LeaderAndIsr to broker {follower} \(")
-    # One line per LeaderAndIsr applied: "leader of N partitions (took T ms): <topic>-..."
-    became = [line for line in matching(leader_lines, r"leader of \d+ partitions \(took [\d.]+ ms\): ")
+    # One line per LeaderAndIsr applied: "leader of N partitions (took T ms: parts): <topic>-..."
+    became = [line for line in matching(leader_lines, r"leader of \d+ partitions \(took [\d.]+ ms[^)]*\): ")
               if f" {topic}-" in line.message]
     rel = lambda t: None if t is None else t - t_deleted  # noqa: E731
     # When the election wrote each state znode: its mtime (ZooKeeper's clock, ms) if nothing wrote it
@@ -586,7 +586,7 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
 
 
 def took_s(text: str) -> float:
-    return float(re.search(r"\(took ([\d.]+) ms\)", text).group(1)) / 1000
+    return float(re.search(r"\(took ([\d.]+) ms", text).group(1)) / 1000
 
 
 def led_count(text: str) -> int:

@@ -23,6 +23,7 @@ from confluent_kafka import Producer
 from kafkactl.cluster.local import LocalCluster
 from kafkactl.cluster.local.zkclient import zk_session
 from kafkactl.cluster.zk import codecs, layout
+from waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 MESSAGES = 3000
@@ -68,14 +69,6 @@ def live(tmp_path_factory):
         cluster.cluster.down(timeout_s=10)
 
 
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def create(live: Live, topic: str, assignment: str) -> None:

@@ -11,13 +11,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from kafkactl.cluster.local import LocalCluster
 from kafkactl.cluster.local.zkclient import zk_session
+from waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 
@@ -66,14 +66,6 @@ def live(tmp_path_factory):
         LocalCluster(cluster.root / "cluster").down(timeout_s=10)
 
 
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def leaders(live: Live, topic: str) -> dict[int, int]:

@@ -4,25 +4,17 @@ through ZooKeeper, on real broker processes."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 from kazoo.client import KazooClient
 
 from kafkactl.cluster.admin.topics import create_topic, describe_topics
 from kafkactl.cluster.zk import codecs, layout
+from waiting import wait_for
 
 SESSION = {"zookeeper.session.timeout.ms": "4000"}
 
 
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def zookeeper(status) -> KazooClient:

@@ -20,18 +20,11 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 
 from kafkactl.cluster.zk import codecs, layout
+from waiting import wait_for
 
 SESSION_TIMEOUT_MS = 4000
 
 
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
