@@ -6,6 +6,7 @@ an offline partition, an unclean leader (leader_recovery_state), a broker
 with a rack and one without, under a chroot. No broker process runs: commands
 that ask brokers report them per replica instead of failing."""
 
+import resource
 import time
 
 import pytest
@@ -123,9 +124,19 @@ def test_configs_and_reassignment_status(kafka):
 
 
 def test_a_simple_command_starts_fast(real_cli, kafka_zookeeper):
-    times_s = []
+    # CPU time of the process, not wall time: on a shared 2-core machine other
+    # work stretches the wall clock several times over, not the work done.
+    cpu_s, wall_s = [], []
     for _ in range(5):
-        start = time.monotonic()
+        before, start = _children_cpu_s(), time.monotonic()
         real_cli.ok("-z", kafka_zookeeper, "topics", "list")
-        times_s.append(time.monotonic() - start)
-    assert min(times_s) < 0.3 * 2, times_s   # 0.3 s is the aim; the fastest run, on a shared machine
+        wall_s.append(time.monotonic() - start)
+        cpu_s.append(_children_cpu_s() - before)
+    # The aim is 0.3 s; typer 0.29 alone spends ~0.08 s importing pydantic to
+    # convert parameters, and a loaded machine adds some CPU too: 1.5x.
+    assert min(cpu_s) < 0.3 * 1.5, (cpu_s, wall_s)
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)   # children that have ended
+    return usage.ru_utime + usage.ru_stime
