@@ -5,6 +5,9 @@ partition's size in bytes and its offset lag (how far its log end offset is
 below the high watermark, never negative); a request naming topics gets
 only those (null asks for all). v4 adds the volume's total and usable bytes
 (usable = what an unprivileged writer may still use, statvfs f_bavail).
+A partition being moved between log dirs also appears in the dir it is
+moving to, with is_future_key true and as offset lag how far its future
+log's end is behind the current log's.
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ def handle(services, header, request):
         by_dir[path].setdefault(topic, []).append(nested(
             cls, "DescribeLogDirsPartition", partition_index=index, partition_size=log_.size_bytes,
             offset_lag=_offset_lag(replica_manager, topic, index, log_.log_end_offset), is_future_key=False))
+    for (topic, index), future in sorted(log_manager.all_future_logs().items()):
+        path = log_manager.future_dir_of(topic, index)
+        current = log_manager.get_log(topic, index)
+        if path not in by_dir or current is None or (wanted is not None and index not in wanted.get(topic, ())):
+            continue
+        by_dir[path].setdefault(topic, []).append(nested(
+            cls, "DescribeLogDirsPartition", partition_index=index, partition_size=future.size_bytes,
+            offset_lag=max(current.log_end_offset - future.log_end_offset, 0), is_future_key=True))
     results = tuple(_result(cls, path, topics) for path, topics in by_dir.items())
     return make(cls, throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, results=results)
 
