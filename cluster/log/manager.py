@@ -421,6 +421,13 @@ class LogManager:
         with self._lock:
             return dict(self._future_logs)
 
+    def placements(self) -> list[tuple[TopicPartition, Log, str, bool]]:
+        """(partition, log, its dir, is future) of every log, current and
+        future, read at one instant: never both or neither during a swap."""
+        with self._lock:
+            return ([(tp, log, self._dir_of[tp], False) for tp, log in self._logs.items()]
+                    + [(tp, log, self._future_dir_of[tp], True) for tp, log in self._future_logs.items()])
+
     def create_future_log(self, topic: str, partition: int, dir_path: str) -> Log:
         """An empty future log in `dir_path` (another dir than the current log's),
         starting at the current log's start offset; an existing future log in
@@ -572,6 +579,8 @@ class LogManager:
         meanwhile; sums the results."""
         total = 0
         for log in self.all_logs().values() if logs is None else logs:
+            if log.closed:      # deleted, or replaced by a move between log dirs
+                continue
             try:
                 total += action(log) or 0
             except LogClosedError:

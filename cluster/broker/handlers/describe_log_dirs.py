@@ -27,23 +27,18 @@ def handle(services, header, request):
     log_manager = replica_manager.log_manager
     wanted = _wanted(request.topics)
     by_dir: dict[str, dict[str, list]] = {d.path: {} for d in log_manager.log_dirs}
-    for (topic, index), log_ in sorted(log_manager.all_logs().items()):
-        if wanted is not None and index not in wanted.get(topic, ()):
+    placements = sorted(log_manager.placements(), key=lambda p: (p[0], p[3]))
+    end_offsets = {tp: log_.log_end_offset for tp, log_, _, is_future in placements if not is_future}
+    for (topic, index), log_, path, is_future in placements:
+        if (wanted is not None and index not in wanted.get(topic, ())) or path not in by_dir:
             continue
-        path = log_manager.dir_of(topic, index)
-        if path not in by_dir:
-            continue
+        if is_future:   # how far the copy is behind the current log
+            lag = max(end_offsets.get((topic, index), 0) - log_.log_end_offset, 0)
+        else:
+            lag = _offset_lag(replica_manager, topic, index, log_.log_end_offset)
         by_dir[path].setdefault(topic, []).append(nested(
             cls, "DescribeLogDirsPartition", partition_index=index, partition_size=log_.size_bytes,
-            offset_lag=_offset_lag(replica_manager, topic, index, log_.log_end_offset), is_future_key=False))
-    for (topic, index), future in sorted(log_manager.all_future_logs().items()):
-        path = log_manager.future_dir_of(topic, index)
-        current = log_manager.get_log(topic, index)
-        if path not in by_dir or current is None or (wanted is not None and index not in wanted.get(topic, ())):
-            continue
-        by_dir[path].setdefault(topic, []).append(nested(
-            cls, "DescribeLogDirsPartition", partition_index=index, partition_size=future.size_bytes,
-            offset_lag=max(current.log_end_offset - future.log_end_offset, 0), is_future_key=True))
+            offset_lag=lag, is_future_key=is_future))
     results = tuple(_result(cls, path, topics) for path, topics in by_dir.items())
     return make(cls, throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, results=results)
 
