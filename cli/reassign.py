@@ -1,7 +1,9 @@
 """`kafkactl reassign`: move partition replicas, as kafka-reassign-partitions.sh does in ZooKeeper mode.
 
 Plans are Kafka's reassignment JSON, so plans made by Kafka's own tool (with
-or without log_dirs) and by the planner are accepted as they are.
+or without log_dirs) and by the planner are accepted as they are. A replica
+whose `log_dirs` entry names a dir (not "any") is put in that dir of its
+broker with AlterReplicaLogDirs, as Kafka's tool does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ app = typer.Typer(help="Move partition replicas between brokers (Kafka's reassig
                   no_args_is_help=True, epilog=SHARED_EPILOG)
 
 WAIT_TIMEOUT_S = 600.0
+LOG_DIR_RETRY_S = 10.0       # Kafka's tool asks a new replica's broker again for this long
+LOG_DIR_RETRY_INTERVAL_S = 0.5
 
 _PLAN_HELP = "Kafka's reassignment JSON (from `reassign generate`, kafka-reassign-partitions.sh or the planner)."
 
@@ -78,6 +82,12 @@ def execute(
     assignment as a rollback plan, then write the throttles (with --throttle)
     and /admin/reassign_partitions in one ZooKeeper multi.
 
+    Replicas whose `log_dirs` entry names a dir (not "any") go to that dir:
+    each named dir is checked against its broker's log dirs first (exit 2
+    if one has no such dir, nothing written), then the brokers are asked to
+    move the replicas they host (AlterReplicaLogDirs) and to create the new
+    ones there, before the znode is written.
+
     Refused while another reassignment runs. Throttles stay until `reassign
     verify` finds every partition complete. --timeout bounds --wait
     (default 600 s)."""
@@ -102,20 +112,34 @@ def execute(
         current = {tp: list(flat[tp].replicas) for tp in targets}
         writes = ra.throttle_writes(client, ra.compute_throttles(current, targets), throttle, zk_timeout_s) \
             if throttle else configs.ConfigWrites()
-        _warn_about_log_dirs(entries)
+        wanted = ra.wanted_log_dirs(entries)
+        addresses = _addresses(brokers)
+        if wanted:
+            _check_log_dirs(entries, addresses, wanted, str(plan), zk_timeout_s)
         saved = save_rollback(current, rollback_file)
+        pending = _alter_log_dirs(addresses, wanted, zk_timeout_s) if wanted else {}
         _start(client, targets, writes, zk_timeout_s)
+        pending = _retry_log_dirs(addresses, pending, zk_timeout_s)
         moving = ra.moving_partitions(current, targets)
         result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
                   "throttle_bytes_per_s": throttle,
-                  "throttled_entities": [e.entity_path for e in writes.changes]}
+                  "throttled_entities": [e.entity_path for e in writes.changes],
+                  "log_dirs_named": len(wanted),
+                  "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
+                                       for (t, p, b), d in sorted(pending.items())]}
         print(f"current assignment saved to {saved} (roll back with `kafkactl reassign execute --plan {saved}`)",
               file=sys.stderr)
+        if pending:
+            print(f"kafkactl: warning: {len(pending)} new replicas were not created yet to confirm their log dir; "
+                  f"their brokers will create them there (see `kafkactl reassign verify --plan {plan}`)",
+                  file=sys.stderr)
         if not wait:
             _emit(ctx, result, lambda: f"started reassignment of {len(targets)} partitions "
-                  f"({len(moving)} move replicas); follow with `kafkactl reassign verify --plan {plan}`")
+                  f"({len(moving)} move replicas, {len(wanted)} replicas to named log dirs); "
+                  f"follow with `kafkactl reassign verify --plan {plan}`")
             return
-        states = wait_with_progress(client, targets, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s)
+        refine = _log_dir_refiner(addresses, wanted, zk_timeout_s) if wanted else None
+        states = wait_with_progress(client, targets, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s, refine)
     _report_wait(ctx, result, states, plan)
 
 
@@ -125,9 +149,11 @@ def verify(
     plan: Path = typer.Option(..., "--plan", metavar="FILE", help=_PLAN_HELP),
 ) -> None:
     """Each partition of the plan: complete, in progress (with how far each new
-    replica is behind its leader, from the brokers) or failed. Once all are
-    complete, removes the throttles (topic and broker configs). Exit 1 while
-    any partition is not complete."""
+    replica is behind its leader, from the brokers) or failed. A replica the
+    plan puts in a named log dir counts only once it is there (DescribeLogDirs);
+    a move between dirs shows as in progress. Once all are complete, removes
+    the throttles (topic and broker configs). Exit 1 while any partition is not
+    complete."""
     from kafkactl.cluster.admin import configs
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
@@ -144,9 +170,12 @@ def verify(
         except PlanError as error:
             raise CliUsageError(str(error)) from None
         states = ra.progress(targets, ra.flatten(views), ra.read_running(client, zk_timeout_s))
-        moving = [s for s in states if s.status == ra.IN_PROGRESS]
-        lags = ra.replica_lags({b.broker_id: b for b in live_brokers(client, zk_timeout_s)}, moving,
-                               zk_timeout_s) if moving else {}
+        brokers = live_brokers(client, zk_timeout_s)
+        wanted = ra.wanted_log_dirs(entries)
+        if wanted:
+            states = _log_dir_refiner(_addresses(brokers), wanted, zk_timeout_s)(states)
+        moving = [s for s in states if s.status == ra.IN_PROGRESS and s.view.adding]
+        lags = ra.replica_lags({b.broker_id: b for b in brokers}, moving, zk_timeout_s) if moving else {}
         removed = []
         if all(s.status == ra.COMPLETE for s in states):
             writes = ra.throttle_removal(client, {t for t, _ in targets}, zk_timeout_s)
@@ -260,7 +289,7 @@ def save_rollback(current: dict, path: Path | None) -> Path:
     return path
 
 
-def wait_with_progress(client, targets: dict, wait_s: float, zk_timeout_s: float):
+def wait_with_progress(client, targets: dict, wait_s: float, zk_timeout_s: float, refine=None):
     """A progress bar on stderr until every partition is complete or the deadline."""
     import time
 
@@ -274,7 +303,8 @@ def wait_with_progress(client, targets: dict, wait_s: float, zk_timeout_s: float
                 bar.update(done - shown[0])
                 shown[0] = done
 
-        return ra.wait_until_complete(client, targets, time.monotonic() + wait_s, on_progress, zk_timeout_s)
+        return ra.wait_until_complete(client, targets, time.monotonic() + wait_s, on_progress, zk_timeout_s,
+                                      refine)
 
 
 def _start(client, targets: dict, writes, zk_timeout_s: float) -> None:
@@ -316,15 +346,63 @@ def _refuse_moving(views: dict, targets: dict) -> None:
                        f"(adding/removing replicas in its topic znode); wait for it to finish")
 
 
-def _warn_about_log_dirs(entries) -> None:
-    explicit = [(e, e.explicit_log_dirs()) for e in entries if e.explicit_log_dirs()]
-    if explicit:
-        entry, dirs = explicit[0]
-        broker, log_dir = next(iter(dirs.items()))
-        print(f"kafkactl: warning: {len(explicit)} partitions ask for specific log dirs (e.g. {log_dir} on broker "
-              f"{broker} for {entry.topic}-{entry.partition}); placing a replica in a given dir needs Kafka's "
-              f"AlterReplicaLogDirs API, which kafkactl does not send: each broker picks the dir",
-              file=sys.stderr)
+def _addresses(brokers) -> dict:
+    from kafkactl.cluster.admin import broker_queries as bq
+
+    return {b.broker_id: bq.BrokerAddress(b.broker_id, b.host, b.port) for b in brokers}
+
+
+def _check_log_dirs(entries, addresses: dict, wanted: dict, source: str, timeout: float) -> None:
+    """Every named dir exists on its broker (asked with DescribeLogDirs), before anything is written."""
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin.plan_file import PlanError
+
+    answers = ra.describe_dirs(addresses, {b for _, _, b in wanted}, timeout)
+    try:
+        ra.check_log_dirs(entries, answers, source)
+    except PlanError as error:
+        raise CliUsageError(f"{error}; nothing was written") from None
+    except ra.BrokerDirsUnknown as error:
+        raise CliError(f"{error}; nothing was written") from None
+
+
+def _alter_log_dirs(addresses: dict, wanted: dict, timeout: float) -> dict:
+    """AlterReplicaLogDirs for every named dir; returns the replicas not hosted
+    yet (their brokers create them in the dir), refuses on any other error."""
+    from kafkactl.cluster.admin import reassignment as ra
+
+    results = ra.alter_log_dirs(addresses, wanted, timeout)
+    failed = {r: e for r, e in results.items() if e not in (None, "replica_not_available")}
+    if failed:
+        (topic, partition, broker), error = sorted(failed.items())[0]
+        raise CliError(f"broker {broker} refused to put topic {topic!r} partition {partition} in "
+                       f"{wanted[(topic, partition, broker)]}: {error} ({len(failed)} replicas refused); "
+                       f"ZooKeeper was not changed, moves between log dirs already accepted go on")
+    return {r: wanted[r] for r, e in results.items() if e == "replica_not_available"}
+
+
+def _retry_log_dirs(addresses: dict, pending: dict, timeout: float) -> dict:
+    """Ask again for the new replicas until their brokers host them (bounded)."""
+    import time
+
+    from kafkactl.cluster.admin import reassignment as ra
+
+    deadline = time.monotonic() + LOG_DIR_RETRY_S
+    while pending and time.monotonic() < deadline:
+        time.sleep(LOG_DIR_RETRY_INTERVAL_S)
+        results = ra.alter_log_dirs(addresses, pending, timeout)
+        pending = {r: d for r, d in pending.items() if results.get(r) is not None}
+    return pending
+
+
+def _log_dir_refiner(addresses: dict, wanted: dict, timeout: float):
+    from kafkactl.cluster.admin import reassignment as ra
+
+    def refine(states):
+        answers = ra.describe_dirs(addresses, {b for _, _, b in wanted}, timeout)
+        return ra.log_dir_progress(states, wanted, answers)
+
+    return refine
 
 
 def _report_wait(ctx, result: dict, states, plan: Path) -> None:

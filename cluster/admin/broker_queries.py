@@ -6,7 +6,9 @@
 - log dirs with partition sizes and the volume's total and usable bytes:
   DescribeLogDirs (v4 adds total_bytes/usable_bytes);
 - the broker's configs, e.g. `log.dir.media`: DescribeConfigs on the BROKER
-  resource.
+  resource;
+- moving replicas between its log dirs: AlterReplicaLogDirs (KIP-113); the
+  moves under way show in DescribeLogDirs as future replicas.
 
 Each broker is asked on its own connection, first with ApiVersions v0 (which
 every Kafka speaks) to pick the highest version both sides know; brokers are
@@ -31,6 +33,7 @@ TOPIC_RESOURCE = 2
 LIST_OFFSETS = (2, 1, 7)
 DESCRIBE_CONFIGS = (32, 1, 4)
 DESCRIBE_LOG_DIRS = (35, 1, 4)
+ALTER_REPLICA_LOG_DIRS = (34, 1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,8 @@ class LogDirInfo:
     total_bytes: int                     # -1: the broker does not say (DescribeLogDirs < v4)
     usable_bytes: int
     partition_sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Replicas moving into this dir (is_future_key): (size in bytes, offsets behind the current log).
+    future_replicas: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
     @property
     def used_bytes(self) -> int:
@@ -199,9 +204,37 @@ def describe_log_dirs(session: _Session) -> list[LogDirInfo]:
 def _log_dir(result) -> LogDirInfo:
     sizes = {(t.name, p.partition_index): p.partition_size
              for t in result.topics for p in t.partitions if not p.is_future_key}
+    futures = {(t.name, p.partition_index): (p.partition_size, p.offset_lag)
+               for t in result.topics for p in t.partitions if p.is_future_key}
     error = None if result.error_code == 0 else result.error_code.name
     return LogDirInfo(result.log_dir, error, getattr(result, "total_bytes", -1),
-                      getattr(result, "usable_bytes", -1), sizes)
+                      getattr(result, "usable_bytes", -1), sizes, futures)
+
+
+# --- AlterReplicaLogDirs ---------------------------------------------------------------
+
+def alter_replica_log_dirs(wanted: dict[tuple[str, int], str]) -> Callable[[_Session], dict]:
+    """A question: move (or place) each partition's replica on this broker into
+    the given log dir; per partition None, or Kafka's error name (lower case)."""
+    by_dir: dict[str, dict[str, list[int]]] = {}
+    for (topic, partition), path in sorted(wanted.items()):
+        by_dir.setdefault(path, {}).setdefault(topic, []).append(partition)
+
+    def ask(session: _Session) -> dict[tuple[str, int], str | None]:
+        from kafkactl.cluster.protocol.build import make, nested
+
+        def build(version: int):
+            cls = _request_class(34, version)
+            return make(cls, dirs=tuple(
+                nested(cls, "AlterReplicaLogDir", path=path, topics=tuple(
+                    nested(cls, "AlterReplicaLogDirTopic", name=t, partitions=tuple(p)) for t, p in topics.items()))
+                for path, topics in by_dir.items()))
+
+        response = _request(session, ALTER_REPLICA_LOG_DIRS, build)
+        return {(t.topic_name, p.partition_index): None if p.error_code == 0 else p.error_code.name
+                for t in response.results for p in t.partitions}
+
+    return ask
 
 
 # --- DescribeConfigs --------------------------------------------------------------------

@@ -12,10 +12,19 @@ being added ("partition:broker,..."); broker configs
 `leader.replication.throttled.rate` and `follower.replication.throttled.rate`
 bound every broker involved. They are written with the reassignment znode in
 one multi, and removed once every partition is complete.
+
+Log dirs (KIP-113), as kafka-reassign-partitions.sh does them: for every
+replica whose plan names a log dir (not "any"), AlterReplicaLogDirs goes to
+its broker before the znode is written. A broker that hosts the replica
+starts moving it (DescribeLogDirs then shows a future replica in the wanted
+dir); one that does not yet answers REPLICA_NOT_AVAILABLE and creates the
+replica in that dir when the controller adds it, and is asked again once
+it has. A partition is complete only once every named replica is in its dir.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +37,7 @@ from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.client import wait
 
 TopicPartition = tuple[str, int]
+Replica = tuple[str, int, int]          # topic, partition, broker id
 
 COMPLETE = "complete"
 IN_PROGRESS = "in progress"
@@ -251,12 +261,14 @@ class PartitionProgress:
     view: PartitionView
     status: str                 # COMPLETE, IN_PROGRESS or FAILED
     detail: str = ""
+    log_dirs: tuple[ReplicaDir, ...] = ()   # the replicas the plan puts in named dirs
 
     def to_dict(self) -> dict:
         v = self.view
         return {"topic": self.topic, "partition": self.partition, "status": self.status,
                 "target": list(self.target), "replicas": list(v.replicas), "adding": list(v.adding),
-                "removing": list(v.removing), "leader": v.leader, "isr": list(v.isr), "detail": self.detail}
+                "removing": list(v.removing), "leader": v.leader, "isr": list(v.isr), "detail": self.detail,
+                "log_dirs": [d.to_dict() for d in self.log_dirs]}
 
 
 def progress(targets: Mapping[TopicPartition, Sequence[int]], views: Mapping[TopicPartition, PartitionView],
@@ -281,13 +293,18 @@ def progress(targets: Mapping[TopicPartition, Sequence[int]], views: Mapping[Top
 
 
 def wait_until_complete(client, targets: Mapping[TopicPartition, Sequence[int]], deadline: float,
-                        on_progress: Callable[[int], None], timeout_s: float) -> list[PartitionProgress]:
+                        on_progress: Callable[[int], None], timeout_s: float,
+                        refine: Callable[[list[PartitionProgress]], list[PartitionProgress]] | None = None,
+                        ) -> list[PartitionProgress]:
     """Poll until every partition is complete (or failed) or the deadline;
-    `on_progress(done)` after each look. The last look is returned."""
+    `on_progress(done)` after each look. The last look is returned.
+    `refine` may revise each look (the log dirs: see log_dir_progress)."""
     topics = sorted({t for t, _ in targets})
     while True:
         running = read_running(client, timeout_s)
         states = progress(targets, flatten(read_partitions(client, topics, timeout_s)), running)
+        if refine is not None:
+            states = refine(states)
         on_progress(sum(1 for s in states if s.status == COMPLETE))
         if all(s.status != IN_PROGRESS for s in states) or time.monotonic() >= deadline:
             return states
@@ -301,6 +318,132 @@ def wait_until_idle(client, deadline: float, timeout_s: float) -> bool:
             return False
         time.sleep(POLL_INTERVAL_S)
     return True
+
+
+# --- log dirs (KIP-113)
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDir:
+    """Where a replica the plan puts in a named dir is, as its broker says."""
+    broker_id: int
+    wanted: str
+    current: str | None = None     # the dir holding the replica; None: not there (yet)
+    future: str | None = None      # the dir it is being moved to, if a move runs
+    behind: int | None = None      # offsets the moving copy is behind
+    note: str = ""                 # why the broker's view is unknown
+
+    @property
+    def done(self) -> bool:
+        return self.current == self.wanted
+
+    def describe(self) -> str:
+        if self.note:
+            return f"broker {self.broker_id}: {self.note}"
+        if self.done:
+            return f"broker {self.broker_id}: in {self.wanted}"
+        if self.future == self.wanted:
+            return f"broker {self.broker_id}: moving {self.current} -> {self.wanted} ({self.behind} behind)"
+        if self.current is None:
+            return f"broker {self.broker_id}: no replica yet (will be created in {self.wanted})"
+        return f"broker {self.broker_id}: in {self.current}, not {self.wanted}, and no move runs"
+
+    def to_dict(self) -> dict:
+        return {"broker": self.broker_id, "wanted": self.wanted, "current": self.current, "future": self.future,
+                "behind": self.behind, "done": self.done, "note": self.note}
+
+
+def wanted_log_dirs(entries: Iterable[PlanEntry]) -> dict[Replica, str]:
+    """Every replica the plan puts in a named log dir ("any" leaves it to the broker)."""
+    return {(e.topic, e.partition, broker): path for e in entries for broker, path in e.explicit_log_dirs().items()}
+
+
+def describe_dirs(addresses: Mapping[int, object], broker_ids: Iterable[int], timeout_s: float) -> dict[int, object]:
+    """DescribeLogDirs of each broker: a list of LogDirInfo, or a BrokerQueryError
+    (also for a broker that is not registered)."""
+    from kafkactl.cluster.admin import broker_queries as bq
+
+    ids = set(broker_ids)
+    answers = bq.ask_brokers([addresses[b] for b in ids if b in addresses], bq.describe_log_dirs, timeout_s)
+    for broker_id in ids - set(addresses):
+        answers[broker_id] = bq.BrokerQueryError(broker_id, "not registered")
+    return answers
+
+
+def check_log_dirs(entries: Sequence[PlanEntry], answers: Mapping[int, object], source: str = "plan") -> None:
+    """Every named dir is a log dir of its broker: PlanError naming the entry,
+    the broker and the dir if not; BrokerDirsUnknown if a broker did not say."""
+    from kafkactl.cluster.admin import broker_queries as bq
+    from kafkactl.cluster.admin.plan_file import PlanError
+
+    for i, entry in enumerate(entries):
+        for broker_id, path in entry.explicit_log_dirs().items():
+            answer = answers.get(broker_id)
+            if isinstance(answer, bq.BrokerQueryError) or answer is None:
+                raise BrokerDirsUnknown(f"cannot check the log dirs of broker {broker_id}: {answer}")
+            dirs = [d.path for d in answer]
+            if path not in dirs:
+                raise PlanError(f"{source}: partitions[{i}] (topic {entry.topic!r} partition {entry.partition}): "
+                                f"\"log_dirs\": broker {broker_id} has no log dir {path} "
+                                f"(its log dirs: {', '.join(dirs)})")
+
+
+class BrokerDirsUnknown(RuntimeError):
+    """A broker whose log dirs a plan names did not answer DescribeLogDirs."""
+
+
+def alter_log_dirs(addresses: Mapping[int, object], wanted: Mapping[Replica, str],
+                   timeout_s: float) -> dict[Replica, str | None]:
+    """AlterReplicaLogDirs to each broker for its replicas: per replica None
+    (moving, or in place) or Kafka's error name, e.g. "replica_not_available"
+    (not hosted yet: the broker creates it in that dir), or why the broker
+    did not answer."""
+    from kafkactl.cluster.admin import broker_queries as bq
+
+    by_broker: dict[int, dict[TopicPartition, str]] = {}
+    for (topic, partition, broker_id), path in wanted.items():
+        by_broker.setdefault(broker_id, {})[(topic, partition)] = path
+    questions = {addresses[b]: bq.alter_replica_log_dirs(dirs) for b, dirs in by_broker.items() if b in addresses}
+    answers = bq.ask_each(questions, timeout_s)
+    results: dict[Replica, str | None] = {}
+    for broker_id, dirs in by_broker.items():
+        answer = answers.get(broker_id, f"broker {broker_id} is not registered")
+        for tp in dirs:
+            if isinstance(answer, dict):
+                results[(*tp, broker_id)] = answer.get(tp, "no answer for this partition")
+            else:
+                results[(*tp, broker_id)] = str(answer)
+    return results
+
+
+def log_dir_progress(states: Sequence[PartitionProgress], wanted: Mapping[Replica, str],
+                     answers: Mapping[int, object]) -> list[PartitionProgress]:
+    """`states` with the log dirs taken into account: a partition whose replicas
+    are in place but not all in their named dirs is in progress while a move
+    runs (or its replica is yet to appear), failed when none runs."""
+    result = []
+    for state in states:
+        dirs = tuple(_replica_dir(broker_id, path, (state.topic, state.partition), answers.get(broker_id))
+                     for (topic, partition, broker_id), path in sorted(wanted.items())
+                     if (topic, partition) == (state.topic, state.partition))
+        if not dirs:
+            result.append(state)
+            continue
+        state = dataclasses.replace(state, log_dirs=dirs)
+        if state.status == COMPLETE and not all(d.done for d in dirs):
+            stuck = [d for d in dirs if not d.done and d.current is not None and d.future != d.wanted and not d.note]
+            status = FAILED if stuck else IN_PROGRESS
+            state = dataclasses.replace(state, status=status, detail="; ".join(d.describe() for d in dirs))
+        result.append(state)
+    return result
+
+
+def _replica_dir(broker_id: int, wanted: str, tp: TopicPartition, answer) -> ReplicaDir:
+    if not isinstance(answer, list):
+        return ReplicaDir(broker_id, wanted, note=f"log dirs unknown ({answer})")
+    current = next((d.path for d in answer if tp in d.partition_sizes), None)
+    moving = next((d for d in answer if tp in d.future_replicas), None)
+    return ReplicaDir(broker_id, wanted, current, moving.path if moving else None,
+                      moving.future_replicas[tp][1] if moving else None)
 
 
 # --- cancel

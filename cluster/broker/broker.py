@@ -19,6 +19,7 @@ from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
 from kafkactl.cluster.broker.handlers.services import BrokerServices
+from kafkactl.cluster.broker.log_dir_mover import LogDirMover
 from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot
 from kafkactl.cluster.broker.metrics import TICK_INTERVAL_S, BrokerMetrics, MetricsServer, render_page
 from kafkactl.cluster.broker.network import SocketServer
@@ -36,6 +37,7 @@ HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5000
 RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60000
 LOG_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60000
 HOUSEKEEPING_TICK_S = 1.0
+ALTER_LOG_DIRS_RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 def wall_clock_ms() -> int:
@@ -52,8 +54,10 @@ class Broker:
         self.metadata = MetadataCache()
         self.metrics = BrokerMetrics()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
+        self.log_dir_mover = LogDirMover(self.replica_manager, self.log_manager,
+                                         config.replica_alter_log_dirs_io_max_bytes_per_second)
         self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms=clock_ms,
-                                on_broker_config=self.replica_manager.update_broker_config)
+                                on_broker_config=self._update_broker_config)
         self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
         self.services = BrokerServices(
             config=config,
@@ -93,6 +97,7 @@ class Broker:
         self.services.controller = self.controller
         self.controller.start()
         self._housekeeping.start()
+        self.log_dir_mover.start()
         log.info("broker %s serving on port %s", self.config.broker_id, self.server.port)
 
     def _start_metrics_server(self) -> None:
@@ -124,10 +129,21 @@ class Broker:
             self.controller.stop()
         self.zk_agent.stop()
         self._housekeeping.join(timeout=5)
+        self.log_dir_mover.stop()        # before the logs it copies close
         self.replica_manager.shutdown()  # fetchers stop before their logs close
         self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
         self.log_manager.shutdown()
         log.info("broker %s stopped cleanly", self.config.broker_id)
+
+    def _update_broker_config(self, overrides: dict[str, str]) -> None:
+        """Dynamic broker config: the replication throttles and the log dir move rate."""
+        self.replica_manager.update_broker_config(overrides)
+        rate = overrides.get(ALTER_LOG_DIRS_RATE_KEY)
+        try:
+            self.log_dir_mover.set_rate(
+                int(rate) if rate is not None else self.config.replica_alter_log_dirs_io_max_bytes_per_second)
+        except ValueError:
+            log.warning("ignoring %s=%r: not a number", ALTER_LOG_DIRS_RATE_KEY, rate)
 
     def _periodic_tasks(self) -> list[tuple[str, int, Callable[[int], None]]]:
         """(name, interval ms, task) run by the housekeeping thread. Each one

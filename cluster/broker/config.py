@@ -68,6 +68,7 @@ class BrokerConfig:
     max_connections: int = 1000
     metrics_port: int = -1
     replica_fetch_max_bytes: int = 1048576
+    replica_alter_log_dirs_io_max_bytes_per_second: int = 2**63 - 1   # Kafka's default: Long.MAX_VALUE
     replica_fetch_response_max_bytes: int = 10485760
     max_incremental_fetch_session_cache_slots: int = 1000
     min_incremental_fetch_session_eviction_ms: int = 120000
@@ -232,6 +233,8 @@ _KEYS: dict[str, _Key] = {
     "message.max.bytes": _Key("message_max_bytes", _int, _at_least(0)),
     "max.connections": _Key("max_connections", _int, _at_least(1)),
     "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", _int, _at_least(0)),
+    "replica.alter.log.dirs.io.max.bytes.per.second": _Key(
+        "replica_alter_log_dirs_io_max_bytes_per_second", _int, _at_least(1)),
     "replica.fetch.response.max.bytes": _Key("replica_fetch_response_max_bytes", _int, _at_least(0)),
     "max.incremental.fetch.session.cache.slots": _Key("max_incremental_fetch_session_cache_slots", _int,
                                                       _at_least(0)),

@@ -11,6 +11,7 @@ import logging
 import time
 
 from kafkactl.cluster.broker.handlers import (
+    alter_replica_log_dirs,
     api_versions,
     describe_configs,
     describe_log_dirs,
@@ -40,6 +41,7 @@ HANDLERS = {
     apis.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     apis.DESCRIBE_CONFIGS: describe_configs.handle,
     apis.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
+    apis.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs.handle,
 }
 
 

@@ -51,7 +51,7 @@ from kafkactl.cluster.broker.replica_fetcher import (
 )
 from kafkactl.cluster.broker.topic_config import log_config_for
 from kafkactl.cluster.invariant import invariant
-from kafkactl.cluster.log.errors import LogError
+from kafkactl.cluster.log.errors import LogClosedError, LogError
 from kafkactl.cluster.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkactl.cluster.zk.codecs import PartitionState
 
@@ -217,6 +217,12 @@ class Partition:
         self.log = log_
         self.broker_id = broker_id
         self.lock = threading.Lock()
+        # Serialises what changes the log's tail (follower appends,
+        # truncation) with the log dir mover's copying and its swap, so a
+        # future log never holds batches the current log no longer has.
+        # Order: log_move_lock, then lock, then the logs' own locks.
+        self.log_move_lock = threading.Lock()
+        self.future_log = None                # the copy being made in another log dir, if any
         self.leader_id = -1
         self.leader_epoch = -1
         self.led_since_epoch = -1             # the epoch at which this broker last became leader
@@ -449,17 +455,35 @@ class Partition:
     # --- the follower side (replica fetcher thread)
 
     def follower_truncate_to(self, offset: int) -> None:
-        self.log.truncate_to(offset)
-        with self.lock:
-            self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        with self.log_move_lock:
+            self.log.truncate_to(offset)
+            if self.future_log is not None and self.future_log.log_end_offset > self.log.log_end_offset:
+                self.future_log.truncate_to(self.log.log_end_offset)
+            with self.lock:
+                self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
 
     def follower_truncate_fully_and_start_at(self, offset: int) -> None:
-        self.log.truncate_fully_and_start_at(offset)
-        with self.lock:
-            self.high_watermark = offset
+        with self.log_move_lock:
+            self.log.truncate_fully_and_start_at(offset)
+            if self.future_log is not None:
+                self.future_log.truncate_fully_and_start_at(offset)
+            with self.lock:
+                self.high_watermark = offset
 
     def follower_append(self, records: bytes):
-        return self.log.append_as_follower(records)
+        with self.log_move_lock:
+            return self.log.append_as_follower(records)
+
+    # --- moves between log dirs (log_dir_mover.py)
+
+    def attach_future(self, future_log) -> None:
+        """Under log_move_lock: truncations reach `future_log` from now on."""
+        self.future_log = future_log
+
+    def replace_log(self, new_log) -> None:
+        """Under log_move_lock and lock: the swapped-in log serves everything from now on."""
+        self.log = new_log
+        self.future_log = None
 
     def follower_update(self, leader_high_watermark: int, leader_log_start_offset: int) -> None:
         """After a fetch: the HW and log start offset follow the leader's, within our log."""
@@ -706,6 +730,9 @@ class ReplicaManager:
                 topic, index, config, self.config.log_dirs_preferred_media
             )
             partition = Partition(topic, index, log_, self.broker_id)
+            future = self.log_manager.future_log(topic, index)
+            if future is not None:     # a move interrupted by a restart: the mover goes on with it
+                partition.attach_future(future)
             partition.high_watermark = min(
                 self._checkpointed_high_watermarks.get(key, 0), log_.log_end_offset
             )
@@ -870,9 +897,9 @@ class ReplicaManager:
             if error is None and follower_id is not None and follower_id not in partition.followers:
                 error = ErrorCode.not_leader_or_follower  # not an assigned replica
             high_watermark = partition.high_watermark
+            log_ = partition.log
         if error is not None:
             return ReadResult(error)
-        log_ = partition.log
         if fetch_offset < log_.log_start_offset or fetch_offset > log_.log_end_offset:
             return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)
         if follower_id is None and fetch_offset >= high_watermark:
@@ -884,6 +911,11 @@ class ReplicaManager:
         max_offset = None if follower_id is not None else high_watermark
         try:
             data = log_.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+        except LogClosedError:
+            if partition.log is log_:
+                raise
+            # A move between log dirs swapped the log under this read: read the new one.
+            return self._read(partition, fetch_offset, max_bytes, current_leader_epoch, min_one_batch, follower_id)
         except Exception as error:
             if getattr(error, "error_code", None) == ErrorCode.offset_out_of_range.value:
                 return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)

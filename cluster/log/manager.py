@@ -8,6 +8,16 @@ Layout of each log dir, Kafka's:
     replication-offset-checkpoint       high watermarks, written for the broker
     <topic>-<partition>/                one Log
     <topic>-<partition>.<id>-delete/    a deleted log awaiting purge_deleted()
+    <topic>-<partition>.<id>-future/    a copy being made of a log in another dir
+                                        (AlterReplicaLogDirs, KIP-113)
+
+Future logs: a move between log dirs copies the partition's log into a
+future log in the wanted dir, then swaps them (replace_current_with_future).
+The current log stays authoritative until the swap's rename of the current
+dir; a future log is promoted at start-up only if it carries the
+`future-complete` marker (written once it was caught up with appends
+stopped, and fsynced) and its current log is gone. Any other future log
+is resumed when its current log exists, or discarded when it does not.
 
 The broker drives time: it should call flush_due() about every second,
 run_retention() every few minutes (log.retention.check.interval.ms),
@@ -45,12 +55,16 @@ from kafkactl.cluster.log.errors import (
     LogClosedError,
     LogDirLockedError,
 )
+from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.log import Log, partition_dir_name
 from kafkactl.cluster.log.media import MEDIA_CLASSES, detect_media_class
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+FUTURE_COMPLETE_MARKER = "future-complete"
+MAX_PREFERRED_DIRS = 100_000    # AlterReplicaLogDirs for replicas not hosted yet
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 TopicPartition = tuple[str, int]
@@ -80,6 +94,20 @@ def parse_partition_dir_name(name: str) -> TopicPartition | None:
     return topic, int(partition)
 
 
+def future_dir_name(topic: str, partition: int) -> str:
+    return f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def parse_future_dir_name(name: str) -> TopicPartition | None:
+    """(topic, partition) of `<topic>-<partition>.<id>-future`, else None."""
+    if not name.endswith(FUTURE_DIR_SUFFIX):
+        return None
+    base, _, unique_id = name[:-len(FUTURE_DIR_SUFFIX)].rpartition(".")
+    if not unique_id or not all(c in "0123456789abcdef" for c in unique_id):
+        return None
+    return parse_partition_dir_name(base)
+
+
 PLACEMENT_USAGE_MAX_AGE_MS = 1000
 SHUTDOWN_FLUSH_THREADS = 8
 
@@ -99,6 +127,9 @@ class LogManager:
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._future_logs: dict[TopicPartition, Log] = {}
+        self._future_dir_of: dict[TopicPartition, str] = {}
+        self._preferred_dirs: dict[TopicPartition, str] = {}   # where a log not hosted yet must go
         self._topic_configs: dict[str, LogConfig] = {}
         self._deleted_dirs: list[tuple[int, str]] = []
         self._lock_files: dict[str, int] = {}
@@ -126,8 +157,9 @@ class LogManager:
         self._topic_configs.update(topic_configs or {})
         for log_dir in self._dirs:
             self._lock_dir(log_dir.path)
+        futures = self._settle_future_dirs()
         for log_dir in self._dirs:
-            self._load_dir(log_dir.path)
+            self._load_dir(log_dir.path, futures)
 
     def _lock_dir(self, path: str) -> None:
         fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
@@ -138,7 +170,50 @@ class LogManager:
             raise LogDirLockedError(f"log dir {path} is in use by another broker") from None
         self._lock_files[path] = fd
 
-    def _load_dir(self, path: str) -> None:
+    def _settle_future_dirs(self) -> dict[str, TopicPartition]:
+        """Decide the fate of every future log dir before anything is loaded.
+
+        Returns the future dirs to load (path -> partition). A complete future
+        whose current log is gone (a swap cut short after the current dir was
+        renamed away) is promoted to `<topic>-<partition>`; an incomplete one
+        without its current log is discarded; a second future of the same
+        partition is discarded.
+        """
+        current: set[TopicPartition] = set()
+        futures: dict[TopicPartition, list[str]] = {}
+        for log_dir in self._dirs:
+            for name in sorted(os.listdir(log_dir.path)):
+                if not os.path.isdir(os.path.join(log_dir.path, name)):
+                    continue
+                if (tp := parse_partition_dir_name(name)) is not None:
+                    current.add(tp)
+                elif (tp := parse_future_dir_name(name)) is not None:
+                    futures.setdefault(tp, []).append(os.path.join(log_dir.path, name))
+        kept: dict[str, TopicPartition] = {}
+        for tp, paths in futures.items():
+            first, extra = paths[0], paths[1:]
+            for path in extra:
+                logger.warning("discarding extra future log %s of %s-%d", path, *tp)
+                _discard_dir(path)
+            complete = os.path.exists(os.path.join(first, FUTURE_COMPLETE_MARKER))
+            if tp in current:
+                kept[first] = tp          # resumed: the current log is authoritative
+            elif complete:
+                self._promote_future_dir(first, tp)
+            else:
+                logger.warning("discarding incomplete future log %s: its current log is gone", first)
+                _discard_dir(first)
+        return kept
+
+    def _promote_future_dir(self, path: str, tp: TopicPartition) -> None:
+        parent = os.path.dirname(path)
+        target = os.path.join(parent, partition_dir_name(*tp))
+        logger.warning("%s-%d: finishing an interrupted move: %s becomes the current log", *tp, path)
+        os.rename(path, target)
+        fsync_dir(parent)
+
+    def _load_dir(self, path: str, futures: Mapping[str, TopicPartition] | None = None) -> None:
+        futures = futures or {}
         marker = os.path.join(path, CLEAN_SHUTDOWN_FILE)
         clean_shutdown = os.path.exists(marker)
         remove_stale_tmp_files(path, (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
@@ -152,6 +227,12 @@ class LogManager:
             if name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(partition_path)
                 continue
+            if partition_path in futures:
+                self._load_future_log(path, partition_path, futures[partition_path], clean_shutdown,
+                                      recovery_points, log_start_offsets)
+                continue
+            if parse_future_dir_name(name) is not None:
+                continue   # settled (promoted or discarded) before loading
             topic_partition = parse_partition_dir_name(name)
             if topic_partition is None:
                 logger.warning("log dir %s: ignoring %s, not <topic>-<partition>", path, name)
@@ -182,16 +263,28 @@ class LogManager:
         if topic_partition in self._logs:
             raise KafkaStorageError(
                 f"{topic}-{partition} exists in both {self._dir_of[topic_partition]} and {dir_path}")
-        log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic, partition,
-                       self._config_for(topic), self._clock_ms, recovery_point, clean_shutdown,
-                       log_start_offset)
+        log_path = os.path.join(dir_path, partition_dir_name(topic, partition))
+        _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))   # left by a promotion
+        log = Log.open(log_path, topic, partition, self._config_for(topic), self._clock_ms, recovery_point,
+                       clean_shutdown, log_start_offset)
         self._logs[topic_partition] = self._watch(log)
         self._dir_of[topic_partition] = dir_path
+
+    def _load_future_log(self, dir_path: str, log_path: str, tp: TopicPartition, clean_shutdown: bool,
+                         recovery_points: Mapping[TopicPartition, int],
+                         log_start_offsets: Mapping[TopicPartition, int]) -> None:
+        """A future log whose current log exists: resumed (the mover copies on from its end)."""
+        _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))   # complete only for that swap
+        log = Log.open(log_path, tp[0], tp[1], self._config_for(tp[0]), self._clock_ms,
+                       recovery_points.get(tp, 0), clean_shutdown, log_start_offsets.get(tp))
+        self._future_logs[tp] = self._watch(log)
+        self._future_dir_of[tp] = dir_path
+        logger.info("%s-%d: resuming the move to %s at offset %d", *tp, dir_path, log.log_end_offset)
 
     def shutdown(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
         """Flush every log, write the checkpoints and the clean-shutdown markers."""
         with self._lock:
-            logs = list(self._logs.values())
+            logs = list(self._logs.values()) + list(self._future_logs.values())
         # fsync releases the interpreter: several at once make a broker with
         # thousands of logs stop in a fraction of the time (Kafka's
         # num.recovery.threads.per.data.dir plays this part).
@@ -214,6 +307,8 @@ class LogManager:
         with self._lock:
             self._logs.clear()
             self._dir_of.clear()
+            self._future_logs.clear()
+            self._future_dir_of.clear()
 
     # --- logs ------------------------------------------------------------------
 
@@ -228,7 +323,8 @@ class LogManager:
                           preferred_media: str | None = None) -> Log:
         """The partition's log, created in the least-used dir if it does not exist.
 
-        A new log goes to the dir of class `preferred_media` with the fewest
+        A new log goes to the dir AlterReplicaLogDirs asked for, if it did
+        (maybe_update_preferred_log_dir); otherwise it goes to the dir of class `preferred_media` with the fewest
         bytes of logs, ties broken by fewer partitions, then by dir order; with
         no dir of that class (or none preferred), any dir qualifies.
         """
@@ -242,7 +338,7 @@ class LogManager:
                 return existing
             if config is not None:
                 self._topic_configs[topic] = config
-            dir_path = self._choose_dir(preferred_media)
+            dir_path = self._preferred_dirs.pop((topic, partition), None) or self._choose_dir(preferred_media)
             log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
                            partition, self._config_for(topic), self._clock_ms, 0, True)
             self._logs[(topic, partition)] = self._watch(log)
@@ -268,20 +364,151 @@ class LogManager:
         return self._dir_of.get((topic, partition))
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Close the log and rename its dir to `<name>.<id>-delete` for purge_deleted()."""
+        """Close the log and rename its dir to `<name>.<id>-delete` for purge_deleted().
+
+        A future log of the partition goes first: a future log without its
+        current log must only ever mean an interrupted swap."""
+        self.delete_future_log(topic, partition)
         with self._lock:
             log = self._logs.pop((topic, partition), None)
             dir_path = self._dir_of.pop((topic, partition), None)
+            self._preferred_dirs.pop((topic, partition), None)
         if log is None or dir_path is None:
             return False
+        self._retire(log, dir_path)
+        logger.info("deleted log %s-%d (files go after file.delete.delay.ms)", topic, partition)
+        return True
+
+    def _retire(self, log: Log, dir_path: str) -> None:
         log.close()
         deleted_path = f"{log.dir_path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         os.rename(log.dir_path, deleted_path)
         fsync_dir(dir_path)
         with self._lock:
             self._deleted_dirs.append((self._clock_ms() + log.config.file_delete_delay_ms, deleted_path))
-        logger.info("deleted log %s-%d (files go after file.delete.delay.ms)", topic, partition)
+
+    # --- moves between log dirs (KIP-113) ---------------------------------------
+
+    def configured_dir(self, path: str) -> str | None:
+        """The log dir `path` names (absolute, normalised), None if it is not one of ours."""
+        if not os.path.isabs(path):
+            return None
+        wanted = os.path.normpath(path)
+        return next((d.path for d in self._dirs if d.path == wanted), None)
+
+    def maybe_update_preferred_log_dir(self, topic: str, partition: int, dir_path: str) -> bool:
+        """Remember where the log of a partition not hosted yet must be created.
+
+        False when too many are remembered already (each entry goes when its
+        log is created or deleted)."""
+        with self._lock:
+            key = (topic, partition)
+            if key not in self._preferred_dirs and len(self._preferred_dirs) >= MAX_PREFERRED_DIRS:
+                return False
+            self._preferred_dirs[key] = dir_path
+            return True
+
+    def preferred_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._preferred_dirs.get((topic, partition))
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._future_dir_of.get((topic, partition))
+
+    def all_future_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._future_logs)
+
+    def placements(self) -> list[tuple[TopicPartition, Log, str, bool]]:
+        """(partition, log, its dir, is future) of every log, current and
+        future, read at one instant: never both or neither during a swap."""
+        with self._lock:
+            return ([(tp, log, self._dir_of[tp], False) for tp, log in self._logs.items()]
+                    + [(tp, log, self._future_dir_of[tp], True) for tp, log in self._future_logs.items()])
+
+    def create_future_log(self, topic: str, partition: int, dir_path: str) -> Log:
+        """An empty future log in `dir_path` (another dir than the current log's),
+        starting at the current log's start offset; an existing future log in
+        that dir is returned as it is, one in another dir is deleted first."""
+        key = (topic, partition)
+        with self._lock:
+            current = self._logs.get(key)
+            if current is None:
+                raise KafkaStorageError(f"{topic}-{partition} has no log here to move")
+            if self._dir_of[key] == dir_path:
+                raise ValueError(f"{topic}-{partition} is already in {dir_path}")
+            existing, existing_dir = self._future_logs.get(key), self._future_dir_of.get(key)
+            if existing is not None and existing_dir == dir_path:
+                return existing
+        if existing is not None:
+            self.delete_future_log(topic, partition)
+        with self._lock:
+            log = Log.open(os.path.join(dir_path, future_dir_name(topic, partition)), topic, partition,
+                           self._config_for(topic), self._clock_ms, 0, True, current.log_start_offset)
+            self._future_logs[key] = self._watch(log)
+            self._future_dir_of[key] = dir_path
+        logger.info("%s-%d: moving from %s to %s", topic, partition, self._dir_of.get(key), dir_path)
+        return log
+
+    def delete_future_log(self, topic: str, partition: int) -> bool:
+        """Abandon a move: the future log goes the way of a deleted log."""
+        with self._lock:
+            log = self._future_logs.pop((topic, partition), None)
+            dir_path = self._future_dir_of.pop((topic, partition), None)
+        if log is None or dir_path is None:
+            return False
+        self._retire(log, dir_path)
+        logger.info("%s-%d: abandoned the future log in %s", topic, partition, dir_path)
         return True
+
+    def replace_current_with_future(self, topic: str, partition: int,
+                                    fault: Callable[[str], None] | None = None) -> Log:
+        """Swap a caught-up future log in as the partition's log; returns the new Log.
+
+        The caller must have stopped every append and truncation of both logs
+        (and checked that the future log ends where the current one does).
+        On disk, in this order, each step durable before the next:
+          1. "mark-complete": fsync the future log, write its marker;
+          2. "retire-current": rename the current dir to `.<id>-delete`;
+          3. "promote-future": rename the future dir to `<topic>-<partition>`.
+        A crash before 2 keeps the current log (the future is resumed); after
+        2 start-up promotes the marked future (see _settle_future_dirs).
+        `fault(step)` is called after each step (tests simulate crashes).
+        """
+        key = (topic, partition)
+        with self._lock:
+            current, future = self._logs.get(key), self._future_logs.get(key)
+            source_dir, target_dir = self._dir_of.get(key), self._future_dir_of.get(key)
+            if current is None or future is None:
+                raise KafkaStorageError(f"{topic}-{partition}: no move to finish")
+            invariant(future.log_end_offset == current.log_end_offset,
+                      f"{topic}-{partition}: future log ends at {future.log_end_offset}, "
+                      f"current at {current.log_end_offset}")
+            future.flush()
+            _write_marker(os.path.join(future.dir_path, FUTURE_COMPLETE_MARKER))
+            _step(fault, "mark-complete")
+            future.close()
+            current.close()     # before the rename: closing writes by path; fetches keep their files
+            retired_path = f"{current.dir_path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            os.rename(current.dir_path, retired_path)
+            fsync_dir(source_dir)
+            _step(fault, "retire-current")
+            log_path = os.path.join(target_dir, partition_dir_name(topic, partition))
+            os.rename(future.dir_path, log_path)
+            fsync_dir(target_dir)
+            _step(fault, "promote-future")
+            _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))
+            log = Log.open(log_path, topic, partition, self._config_for(topic), self._clock_ms,
+                           future.log_end_offset, True, future.log_start_offset)
+            self._logs[key] = self._watch(log)
+            self._dir_of[key] = target_dir
+            del self._future_logs[key], self._future_dir_of[key]
+            self._deleted_dirs.append((self._clock_ms() + current.config.file_delete_delay_ms, retired_path))
+        logger.info("%s-%d: moved from %s to %s (log end offset %d)", topic, partition, source_dir, target_dir,
+                    log.log_end_offset)
+        return log
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         with self._lock:
@@ -295,16 +522,21 @@ class LogManager:
 
     # --- checkpoints -----------------------------------------------------------
 
-    def _logs_by_dir(self) -> dict[str, dict[TopicPartition, Log]]:
+    def _logs_by_dir(self, with_futures: bool = True) -> dict[str, dict[TopicPartition, Log]]:
+        """Each dir's logs; future logs too unless told otherwise (a dir never
+        holds both the current and the future log of a partition)."""
         with self._lock:
             result: dict[str, dict[TopicPartition, Log]] = {d.path: {} for d in self._dirs}
             for topic_partition, log in self._logs.items():
                 result[self._dir_of[topic_partition]][topic_partition] = log
+            if with_futures:
+                for topic_partition, log in self._future_logs.items():
+                    result[self._future_dir_of[topic_partition]][topic_partition] = log
             return result
 
     def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Each dir's replication-offset-checkpoint, with the partitions living there."""
-        for path, logs in self._logs_by_dir().items():
+        for path, logs in self._logs_by_dir(with_futures=False).items():
             entries = {tp: hw for tp, hw in high_watermarks.items() if tp in logs}
             OffsetCheckpointFile(os.path.join(path, REPLICATION_OFFSET_CHECKPOINT)).write(entries)
 
@@ -347,6 +579,8 @@ class LogManager:
         meanwhile; sums the results."""
         total = 0
         for log in self.all_logs().values() if logs is None else logs:
+            if log.closed:      # deleted, or replaced by a move between log dirs
+                continue
             try:
                 total += action(log) or 0
             except LogClosedError:
@@ -411,3 +645,29 @@ class LogManager:
             stats = os.statvfs(path)
             result.append(DirUsage(path, log_dir.media or "hdd", stats.f_blocks * stats.f_frsize, used, count))
         return result
+
+
+def _step(fault: Callable[[str], None] | None, name: str) -> None:
+    if fault is not None:
+        fault(name)
+
+
+def _write_marker(path: str) -> None:
+    with open(path, "wb") as marker:
+        os.fsync(marker.fileno())
+    fsync_dir(os.path.dirname(path))
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _discard_dir(path: str) -> None:
+    """Rename a log dir out of the way (durably), then remove it."""
+    deleted = f"{path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    os.rename(path, deleted)
+    fsync_dir(os.path.dirname(path))
+    shutil.rmtree(deleted, ignore_errors=True)

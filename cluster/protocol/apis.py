@@ -19,6 +19,7 @@ API_VERSIONS = 18
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 DESCRIBE_CONFIGS = 32
+ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 
 
@@ -42,6 +43,7 @@ SUPPORTED: dict[int, VersionRange] = {
     INIT_PRODUCER_ID: VersionRange(0, 4, 0),
     OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4, 2),   # kio has v2-v4
     DESCRIBE_CONFIGS: VersionRange(1, 4, 1),          # kio has v1-v4
+    ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2, 1),    # kio has v1-v2
     DESCRIBE_LOG_DIRS: VersionRange(1, 4, 1),         # v5 would make kafka-python infer Kafka 4.3
 }
 

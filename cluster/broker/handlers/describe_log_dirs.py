@@ -5,6 +5,9 @@ partition's size in bytes and its offset lag (how far its log end offset is
 below the high watermark, never negative); a request naming topics gets
 only those (null asks for all). v4 adds the volume's total and usable bytes
 (usable = what an unprivileged writer may still use, statvfs f_bavail).
+A partition being moved between log dirs also appears in the dir it is
+moving to, with is_future_key true and as offset lag how far its future
+log's end is behind the current log's.
 """
 
 from __future__ import annotations
@@ -24,15 +27,18 @@ def handle(services, header, request):
     log_manager = replica_manager.log_manager
     wanted = _wanted(request.topics)
     by_dir: dict[str, dict[str, list]] = {d.path: {} for d in log_manager.log_dirs}
-    for (topic, index), log_ in sorted(log_manager.all_logs().items()):
-        if wanted is not None and index not in wanted.get(topic, ()):
+    placements = sorted(log_manager.placements(), key=lambda p: (p[0], p[3]))
+    end_offsets = {tp: log_.log_end_offset for tp, log_, _, is_future in placements if not is_future}
+    for (topic, index), log_, path, is_future in placements:
+        if (wanted is not None and index not in wanted.get(topic, ())) or path not in by_dir:
             continue
-        path = log_manager.dir_of(topic, index)
-        if path not in by_dir:
-            continue
+        if is_future:   # how far the copy is behind the current log
+            lag = max(end_offsets.get((topic, index), 0) - log_.log_end_offset, 0)
+        else:
+            lag = _offset_lag(replica_manager, topic, index, log_.log_end_offset)
         by_dir[path].setdefault(topic, []).append(nested(
             cls, "DescribeLogDirsPartition", partition_index=index, partition_size=log_.size_bytes,
-            offset_lag=_offset_lag(replica_manager, topic, index, log_.log_end_offset), is_future_key=False))
+            offset_lag=lag, is_future_key=is_future))
     results = tuple(_result(cls, path, topics) for path, topics in by_dir.items())
     return make(cls, throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, results=results)
 
