@@ -159,6 +159,10 @@ class SparseIndex:
     def path(self) -> str | None:
         return self._file.path
 
+    def relocate(self, path: str) -> None:
+        """The file was renamed (its directory moved): use the new name from now on."""
+        self._file.path = path
+
     @property
     def entry_count(self) -> int:
         return len(self._entries[0])

@@ -678,6 +678,18 @@ class Log:
             self.config = config
             self._segments[-1].index_interval_bytes = config.index_interval_bytes
 
+    def relocate(self, dir_path: str) -> None:
+        """The caller renamed this open log's directory (the last step of a move
+        between log dirs): keep every open file and in-memory state, and use
+        the new paths from now on. No rescan, so the swap pauses appends for
+        a rename, not for reading the active segment again."""
+        with self._lock:
+            self._ensure_open()
+            self.dir_path = dir_path
+            self._epoch_cache.path = os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT)
+            for segment in self._segments:
+                segment.relocate(dir_path)
+
     def close(self) -> None:
         """Close the log; fetches still sending a FileRegion keep their file open."""
         with self._lock:

@@ -489,7 +489,6 @@ class LogManager:
             future.flush()
             _write_marker(os.path.join(future.dir_path, FUTURE_COMPLETE_MARKER))
             _step(fault, "mark-complete")
-            future.close()
             current.close()     # before the rename: closing writes by path; fetches keep their files
             retired_path = f"{current.dir_path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             os.rename(current.dir_path, retired_path)
@@ -500,8 +499,10 @@ class LogManager:
             fsync_dir(target_dir)
             _step(fault, "promote-future")
             _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))
-            log = Log.open(log_path, topic, partition, self._config_for(topic), self._clock_ms,
-                           future.log_end_offset, True, future.log_start_offset)
+            # The future log stays open under its new name: no reopen, so no
+            # rescan of the active segment while appends wait.
+            future.relocate(log_path)
+            log = future
             self._logs[key] = self._watch(log)
             self._dir_of[key] = target_dir
             del self._future_logs[key], self._future_dir_of[key]

@@ -462,6 +462,13 @@ class LogSegment:
     def _path(self, suffix: str) -> str:
         return os.path.join(self.dir_path, segment_file_name(self.base_offset, suffix))
 
+    def relocate(self, dir_path: str) -> None:
+        """The partition's directory was renamed: open files stay valid; paths follow."""
+        self.dir_path = dir_path
+        self.file.path = self._path(LOG_SUFFIX)
+        self.offset_index.relocate(self._path(INDEX_SUFFIX))
+        self.time_index.relocate(self._path(TIME_INDEX_SUFFIX))
+
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size_bytes={self._size_bytes})"
 

@@ -108,9 +108,11 @@ def test_a_log_of_several_segments_is_copied_while_it_grows_then_swapped(manager
     assert copy_until_caught_up(partition, 300) > 0
     append(old_log, 2, first=200)      # arrives between catching up and the swap
     expected, end_offset = log_bytes(old_log.dir_path), old_log.log_end_offset
+    future_log = partition.future_log
 
     assert finish_move(manager, partition)
     new_log = partition.log
+    assert new_log is future_log          # renamed in place, not reopened (no rescan during the swap)
     assert new_log is manager.get_log(TOPIC, 0) and new_log is not old_log and old_log.closed
     assert partition.future_log is None and manager.future_log(TOPIC, 0) is None
     assert manager.dir_of(TOPIC, 0) == os.path.abspath(dirs[1].path)
@@ -123,12 +125,19 @@ def test_a_log_of_several_segments_is_copied_while_it_grows_then_swapped(manager
     assert not os.path.exists(os.path.join(dirs[0].path, f"{TOPIC}-0"))
 
     append(new_log, 1, first=300)       # the partition goes on in its new dir
+    segments_before = len(new_log.segment_base_offsets)
+    append(new_log, 40, first=400)      # enough to roll: new files go to the new dir too
+    assert len(new_log.segment_base_offsets) > segments_before
+    newest = new_log.segment_base_offsets[-1]
+    for suffix in (".log", ".index", ".timeindex"):
+        assert os.path.exists(os.path.join(new_log.dir_path, f"{newest:020d}{suffix}")), suffix
+    assert not glob.glob(os.path.join(dirs[1].path, "*-future"))     # nothing written under the old name
     expected = log_bytes(new_log.dir_path)
     manager.shutdown()
     reloaded = managers()
     assert reloaded.dir_of(TOPIC, 0) == os.path.abspath(dirs[1].path)
     assert log_bytes(reloaded.get_log(TOPIC, 0).dir_path) == expected
-    assert reloaded.get_log(TOPIC, 0).log_end_offset == end_offset + 1
+    assert reloaded.get_log(TOPIC, 0).log_end_offset == end_offset + 41
 
 
 def test_truncation_of_the_current_log_reaches_the_future_log(managers, dirs):
