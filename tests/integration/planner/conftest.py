@@ -1,6 +1,9 @@
 """One real Spark session (local[2]) for every planner test in the run: a
 session takes about 10 s to start, so tests share it."""
 
+import os
+import sys
+
 import pytest
 
 
@@ -16,3 +19,8 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# Spark's Python workers run `python3` from PATH unless told otherwise; pandas
+# UDFs that import kafkactl need this interpreter (the venv's).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
