@@ -285,7 +285,7 @@ def _describe_key(table: str):
     if table == "brokers":
         return F.format_string("duplicate broker %d", "broker_id")
     if table == "log_dirs":
-        return F.format_string("duplicate log dir %s of broker %d", "path", "broker_id")
+        return F.format_string("duplicate log dir %s of broker %d", _quoted("path"), "broker_id")
     return F.format_string("duplicate partition %s-%d", "topic", "partition")
 
 
