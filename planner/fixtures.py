@@ -38,8 +38,8 @@ def _brokers(racks: dict[int, str | None]) -> list[dict]:
 def _partition(topic: str, partition: int, replicas: list[int], dirs: list[str], size_bytes: int,
                bytes_in_per_s: float, bytes_out_per_s: float) -> dict:
     return {"topic": topic, "partition": partition, "replicas": replicas, "leader": replicas[0],
-            "log_dirs": dirs, "size_bytes": size_bytes, "bytes_in_per_s": bytes_in_per_s,
-            "bytes_out_per_s": bytes_out_per_s}
+            "log_dirs": dirs, "size_bytes": size_bytes, "bytes_in_per_s": float(bytes_in_per_s),
+            "bytes_out_per_s": float(bytes_out_per_s)}
 
 
 def _log_dirs(capacities: dict[int, tuple[int, int]], partitions: list[dict]) -> list[dict]:

@@ -106,7 +106,7 @@ def _against_current(assignment, snapshot):
     proposed = assignment.select("topic", "partition", "replicas", "log_dirs")
     joined = current.join(proposed, ["topic", "partition"])
     kept = F.array_intersect("replicas", "current_replicas")
-    dir_of = lambda replicas, dirs, b: F.col(dirs)[F.array_position(replicas, b) - 1]  # noqa: E731
+    dir_of = lambda replicas, dirs, b: F.get(dirs, (F.array_position(replicas, b) - 1).cast("int"))  # noqa: E731
     return joined.select(
         "*",
         F.array_except("replicas", "current_replicas").alias("added"),

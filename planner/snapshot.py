@@ -380,7 +380,7 @@ def _unknown_replicas(partitions, brokers, log_dirs):
                        .select("broker_id", F.col("path").alias("_path")).distinct())
     placed = (replicas.join(known, "broker_id", "left_semi")
               .where(F.size("log_dirs") > F.col("_index"))
-              .withColumn("_path", F.col("log_dirs")[F.col("_index")]))
+              .withColumn("_path", F.get("log_dirs", F.col("_index"))))
     misplaced = placed.join(dirs, ["broker_id", "_path"], "left_anti")
     yield misplaced.select("_line", "_where", (F.lit(300) + F.col("_index")).alias("_seq"),
                            F.format_string("log_dirs[%d] = %s is not a log dir of broker %d in the log_dirs table",

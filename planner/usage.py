@@ -20,7 +20,7 @@ def replicas(assignment):
 
     exploded = assignment.select("topic", "partition", "leader", "log_dirs", "size_bytes", "bytes_in_per_s",
                                  "bytes_out_per_s", F.posexplode("replicas").alias("index", "broker_id"))
-    return exploded.select("topic", "partition", "broker_id", F.col("log_dirs")[F.col("index")].alias("path"),
+    return exploded.select("topic", "partition", "broker_id", F.get("log_dirs", F.col("index")).alias("path"),
                            (F.col("broker_id") == F.col("leader")).alias("is_leader"), "size_bytes",
                            "bytes_in_per_s", "bytes_out_per_s")
 
