@@ -24,3 +24,16 @@ def spark():
 # Spark's Python workers run `python3` from PATH unless told otherwise; pandas
 # UDFs that import kafkactl need this interpreter (the venv's).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def stand_in():
+    """TEST ONLY: the stand-in optimizer module (stand_in_optimizer.py), loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("stand_in_optimizer.py")
+    spec = importlib.util.spec_from_file_location("stand_in_optimizer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
