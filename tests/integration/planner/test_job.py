@@ -1,5 +1,6 @@
 """The job end to end on each named fixture, with a TEST-ONLY stand-in
 optimizer (stand_in_optimizer.py: Kafka's assignment; the `stand_in` fixture)
+passed in explicitly."""
 
 import json
 
