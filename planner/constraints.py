@@ -67,14 +67,14 @@ def check(assignment, snapshot, options, examples_per_kind: int = EXAMPLES_PER_K
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    found = violations(assignment, snapshot, options).persist()
-    try:
-        counts = {r.kind: r["count"] for r in found.groupBy("kind").count().collect()}
-        window = Window.partitionBy("kind").orderBy("subject", "detail")
-        rows = (found.withColumn("_n", F.row_number().over(window)).where(F.col("_n") <= examples_per_kind)
-                .orderBy("kind", "_n").collect())
-    finally:
-        found.unpersist()
+    # One Spark job: each kind's count rides along with its first few examples.
+    by_kind = Window.partitionBy("kind")
+    rows = (violations(assignment, snapshot, options)
+            .withColumn("_count", F.count("*").over(by_kind))
+            .withColumn("_n", F.row_number().over(by_kind.orderBy("subject", "detail")))
+            .where(F.col("_n") <= max(examples_per_kind, 1)).collect())
+    counts = {r.kind: r["_count"] for r in rows}
+    rows = [r for r in rows if r["_n"] <= examples_per_kind]
     ordered = {kind: counts[kind] for kind in KINDS if kind in counts}
     examples = sorted(({"kind": r.kind, "subject": r.subject, "detail": r.detail} for r in rows),
                       key=lambda e: (KINDS.index(e["kind"]), e["subject"], e["detail"]))

@@ -40,9 +40,11 @@ def test_figures_moves_and_plan_files_by_hand(spark, tmp_path):
     assert before["violations"]["counts"] == {"log_dir_capacity": 2}
     assert before["moves"]["replica_moves"] == 0 and before["moves"]["estimated_duration_s"] == 0.0
 
-    # After: broker 1 SSD 70 GB (0..2 left, 1 stays) + HDD 10 GB; broker 3 SSD 20 GB; broker 4 HDD 10 GB.
+    # After: logs-0 leaves 1 and 2, logs-1 leaves 2, logs-2 goes to broker 1's HDD; broker 3 takes
+    # logs-0 and logs-1 on its SSD, broker 4 logs-0 on its HDD.
     ssd = {d["broker_id"]: d["used_bytes"] for d in after["log_dirs"] if d["path"] == SSD}
-    assert ssd == {1: 70 * GB, 2: 80 * GB, 3: 20 * GB, 4: 0}
+    hdd = {d["broker_id"]: d["used_bytes"] for d in after["log_dirs"] if d["path"] == HDD}
+    assert (ssd, hdd) == ({1: 70 * GB, 2: 70 * GB, 3: 20 * GB, 4: 0}, {1: 10 * GB, 2: 0, 3: 0, 4: 10 * GB})
     assert after["moves"] == {"partitions_changed": 3, "replica_moves": 3, "bytes_moved": 30 * GB, "dir_moves": 1,
                               "dir_bytes_moved": 10 * GB, "leader_changes": 2,
                               # broker 1 sends logs-0 to 3 and 4 (20 GB); broker 3 receives 20 GB
