@@ -1,7 +1,8 @@
 """kafkactl's entry point: the root typer app, its nouns, and the error edge.
 
-Adding a noun: write `cli/<noun>.py` exposing `app = typer.Typer(...)`, then
-add its name to NOUNS. Noun modules must keep their top-level imports light
+Adding a noun: write `cli/<noun>.py` exposing `app = typer.Typer(...)` (or,
+for a noun that is a single command, a function `command`), then add its
+name to NOUNS. Noun modules must keep their top-level imports light
 (typer and the stdlib): heavy modules (kazoo, kio, tabulate, the broker) are
 imported inside the commands, so `kafkactl --help` stays fast.
 
@@ -22,7 +23,7 @@ from .options import SharedOptions, lift_shared_options, merge
 
 PROG = "kafkactl"
 NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassign", "elect", "configs",
-         "metrics")
+         "metrics", "plan")
 
 app = typer.Typer(
     name=PROG,
@@ -61,9 +62,14 @@ def root(
 
 
 def _register_nouns() -> None:
+    from .common import SHARED_EPILOG
+
     for noun in NOUNS:
         module = importlib.import_module(f"{__package__}.{noun}")
-        app.add_typer(module.app, name=noun)
+        if hasattr(module, "command"):  # a noun that is one command, e.g. `kafkactl plan --snapshot DIR ...`
+            app.command(name=noun, epilog=SHARED_EPILOG)(module.command)
+        else:
+            app.add_typer(module.app, name=noun)
 
 
 _register_nouns()

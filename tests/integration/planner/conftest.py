@@ -1,6 +1,9 @@
 """One real Spark session (local[2]) for every planner test in the run: a
 session takes about 10 s to start, so tests share it."""
 
+import os
+import sys
+
 import pytest
 
 
@@ -16,3 +19,21 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# Spark's Python workers run `python3` from PATH unless told otherwise; pandas
+# UDFs that import kafkactl need this interpreter (the venv's).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def stand_in():
+    """TEST ONLY: the stand-in optimizer module (stand_in_optimizer.py), loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("stand_in_optimizer.py")
+    spec = importlib.util.spec_from_file_location("stand_in_optimizer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

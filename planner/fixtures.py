@@ -1,0 +1,157 @@
+"""Named small snapshots, one situation each, for tests, docs and demos.
+
+`write_fixture(name, directory)` writes the three JSON Lines files;
+`python -m kafkactl.planner.fixtures NAME DIR` does the same from a shell.
+Each fixture also carries the `kafkactl plan` options it is meant for
+(`args`). Log dirs' used bytes are the sizes of the replicas they hold.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GB = 10**9
+MB = 10**6
+NETWORK_BYTES_PER_S = 125 * MB  # 1 Gbit/s
+SSD, HDD = "/data/ssd0", "/data/hdd0"
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+    description: str
+    brokers: list[dict]
+    log_dirs: list[dict]
+    partitions: list[dict]
+    args: tuple[str, ...] = field(default=())   # the `kafkactl plan` options it is meant for
+    feasible: bool = True
+
+
+def _brokers(racks: dict[int, str | None]) -> list[dict]:
+    return [{"broker_id": b, "rack": rack, "network_in_capacity_bytes_per_s": NETWORK_BYTES_PER_S,
+             "network_out_capacity_bytes_per_s": NETWORK_BYTES_PER_S} for b, rack in sorted(racks.items())]
+
+
+def _partition(topic: str, partition: int, replicas: list[int], dirs: list[str], size_bytes: int,
+               bytes_in_per_s: float, bytes_out_per_s: float) -> dict:
+    return {"topic": topic, "partition": partition, "replicas": replicas, "leader": replicas[0],
+            "log_dirs": dirs, "size_bytes": size_bytes, "bytes_in_per_s": float(bytes_in_per_s),
+            "bytes_out_per_s": float(bytes_out_per_s)}
+
+
+def _log_dirs(capacities: dict[int, tuple[int, int]], partitions: list[dict]) -> list[dict]:
+    """An SSD and an HDD dir per broker (capacities in that order), used = the replicas they hold."""
+    used: dict[tuple[int, str], int] = {}
+    for p in partitions:
+        for broker, path in zip(p["replicas"], p["log_dirs"]):
+            used[(broker, path)] = used.get((broker, path), 0) + p["size_bytes"]
+    return [{"broker_id": b, "path": path, "media": media, "capacity_bytes": capacity,
+             "used_bytes": used.get((b, path), 0)}
+            for b, (ssd, hdd) in sorted(capacities.items())
+            for path, media, capacity in ((SSD, "ssd", ssd), (HDD, "hdd", hdd))]
+
+
+def _fixture(name, description, racks, capacities, partitions, args=(), feasible=True) -> Fixture:
+    return Fixture(name, description, _brokers(racks), _log_dirs(capacities, partitions), partitions,
+                   tuple(args), feasible)
+
+
+def unbalanced_two_racks() -> Fixture:
+    partitions = [_partition(topic, p, [1, 4] if p % 2 == 0 else [4, 1], [SSD, SSD], size, 1 * MB, 2 * MB)
+                  for topic, size in (("orders", 2 * GB), ("clicks", 1 * GB)) for p in range(6)]
+    return _fixture("unbalanced_two_racks",
+                    "6 brokers in racks r1 (1-3) and r2 (4-6); every replica on brokers 1 and 4",
+                    {1: "r1", 2: "r1", 3: "r1", 4: "r2", 5: "r2", 6: "r2"},
+                    {b: (100 * GB, 200 * GB) for b in range(1, 7)}, partitions)
+
+
+def hot_partitions_on_hdd() -> Fixture:
+    pairs = ([1, 3], [3, 2], [2, 4], [4, 1])
+    partitions = ([_partition("hot", p, pairs[p], [HDD, HDD], 1 * GB, 5 * MB, 10 * MB) for p in range(4)]
+                  + [_partition("archive", p, pairs[p], [SSD, SSD], 20 * GB, 0.01 * MB, 0.01 * MB)
+                     for p in range(4)])
+    return _fixture("hot_partitions_on_hdd",
+                    "4 brokers, 2 racks: a hot topic on HDD dirs while a cold archive fills the SSDs",
+                    {1: "r1", 2: "r1", 3: "r2", 4: "r2"}, {b: (60 * GB, 500 * GB) for b in range(1, 5)},
+                    partitions)
+
+
+def full_disk() -> Fixture:
+    partitions = [_partition("logs", p, [1, 2] if p % 2 == 0 else [2, 1], [SSD, SSD], 10 * GB, 1 * MB, 1 * MB)
+                  for p in range(9)]
+    return _fixture("full_disk",
+                    "4 brokers without racks; the SSD dirs of brokers 1 and 2 are 90 % full (threshold 80 %)",
+                    {b: None for b in range(1, 5)}, {b: (100 * GB, 100 * GB) for b in range(1, 5)}, partitions)
+
+
+def add_two_brokers() -> Fixture:
+    pairs = ([1, 2], [2, 3], [3, 4], [4, 1])
+    partitions = [_partition("events", p, pairs[p % 4], [SSD, HDD] if p % 2 else [HDD, SSD], 4 * GB, 2 * MB,
+                             4 * MB) for p in range(8)]
+    return _fixture("add_two_brokers",
+                    "brokers 1-4 hold every replica; brokers 5 and 6 are new and empty (--add-brokers 5,6)",
+                    {1: "r1", 2: "r2", 3: "r1", 4: "r2", 5: "r1", 6: "r2"},
+                    {b: (100 * GB, 100 * GB) for b in range(1, 7)}, partitions, ("--add-brokers", "5,6"))
+
+
+def decommission_one() -> Fixture:
+    partitions = [_partition("payments", p, [(p + k) % 5 + 1 for k in range(3)], [SSD, HDD, SSD], 3 * GB, 1 * MB,
+                             3 * MB) for p in range(10)]
+    return _fixture("decommission_one",
+                    "5 brokers without racks, RF 3; broker 5 is to be emptied (--exclude-brokers 5)",
+                    {b: None for b in range(1, 6)}, {b: (100 * GB, 100 * GB) for b in range(1, 6)}, partitions,
+                    ("--exclude-brokers", "5"))
+
+
+def rack_constraint_unsatisfiable() -> Fixture:
+    partitions = [_partition("metrics", p, [1 + p % 3, 1 + (p + 1) % 3], [SSD, SSD], 5 * GB, 1 * MB, 1 * MB)
+                  for p in range(6)]
+    return _fixture("rack_constraint_unsatisfiable",
+                    "RF 2 over racks r1 (3 brokers) and r2 (broker 4 alone, 2 x 10 GB): every partition needs a "
+                    "replica on broker 4, which cannot hold 30 GB",
+                    {1: "r1", 2: "r1", 3: "r1", 4: "r2"},
+                    {1: (100 * GB, 100 * GB), 2: (100 * GB, 100 * GB), 3: (100 * GB, 100 * GB),
+                     4: (10 * GB, 10 * GB)}, partitions, feasible=False)
+
+
+FIXTURES = {f.__name__: f for f in (unbalanced_two_racks, hot_partitions_on_hdd, full_disk, add_two_brokers,
+                                    decommission_one, rack_constraint_unsatisfiable)}
+
+
+def fixture(name: str) -> Fixture:
+    try:
+        return FIXTURES[name]()
+    except KeyError:
+        raise KeyError(f"no fixture {name!r} (known: {', '.join(FIXTURES)})") from None
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def write_fixture(name: str, directory) -> Fixture:
+    """Write fixture `name` as a snapshot directory (created if needed)."""
+    found = fixture(name)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for table in ("brokers", "log_dirs", "partitions"):
+        write_jsonl(directory / f"{table}.jsonl", getattr(found, table))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in FIXTURES:
+        print("usage: python -m kafkactl.planner.fixtures NAME DIR\n" + "\n".join(
+            f"  {name}: {make().description}" for name, make in FIXTURES.items()), file=sys.stderr)
+        return 2
+    found = write_fixture(argv[0], argv[1])
+    print(f"{argv[1]}: {found.description}" + (f" (plan with {' '.join(found.args)})" if found.args else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""The planner's job end to end, for `kafkactl plan` and spark-submit (planner/submit.py).
+
+snapshot -> validate -> feasibility (hard constraints no assignment can
+meet) -> optimize -> check the proposal against every hard constraint ->
+Kafka's assignment and the lower bound -> report -> plan files, written to
+a temporary directory beside --out and renamed into place, so a failed run
+leaves nothing behind.
+
+Errors: PlanUsageError (bad options or snapshot; exit 2) and
+PlanUnsatisfiable (a hard constraint cannot be met; exit 1, no plan).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from .options import GOALS, PlannerOptions
+
+DEFAULT_MASTER = "local[*]"
+# For tests only: "module:function" of an optimizer to use instead of kafkactl.planner.optimizer.optimize.
+OPTIMIZER_HOOK_ENV = "KAFKACTL_PLANNER_OPTIMIZER"
+
+
+class PlanError(Exception):
+    exit_code = 1
+
+    def __init__(self, message: str, details: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = list(details or [])
+
+
+class PlanUsageError(PlanError):
+    """An option or the snapshot is invalid (exit 2); the message names the option or file."""
+
+    exit_code = 2
+
+
+class PlanUnsatisfiable(PlanError):
+    """A hard constraint cannot be met: `details` say which and why; no plan is written."""
+
+
+# --- options, as both entry points take them (lists as comma-separated text)
+
+def build_options(capacity_threshold: float = 0.8, network_threshold: float | None = None,
+                  network_in_threshold: float | None = None, network_out_threshold: float | None = None,
+                  exclude_brokers: str | None = None, add_brokers: str | None = None, goals: str | None = None,
+                  max_bytes_moved: int | None = None, max_moves: int | None = None, throttle: int | None = None,
+                  seed: int = 0) -> PlannerOptions:
+    """PlannerOptions from command-line values (PlanUsageError naming the option)."""
+    _fraction("--capacity-threshold", capacity_threshold)
+    if network_threshold is not None:
+        _fraction("--network-threshold", network_threshold)
+    base = 0.8 if network_threshold is None else network_threshold
+    net_in = base if network_in_threshold is None else _fraction("--network-in-threshold", network_in_threshold)
+    net_out = base if network_out_threshold is None else _fraction("--network-out-threshold", network_out_threshold)
+    excluded = _broker_ids("--exclude-brokers", exclude_brokers)
+    added = _broker_ids("--add-brokers", add_brokers)
+    both = sorted(set(excluded) & set(added))
+    if both:
+        raise PlanUsageError(f"--add-brokers: broker {both[0]} is also in --exclude-brokers")
+    for name, value in (("--max-bytes-moved", max_bytes_moved), ("--max-moves", max_moves)):
+        if value is not None and value < 0:
+            raise PlanUsageError(f"{name} {value}: must be 0 or more")
+    if throttle is not None and throttle < 1:
+        raise PlanUsageError(f"--throttle {throttle}: must be at least 1 byte per second")
+    return PlannerOptions(capacity_threshold=capacity_threshold, network_in_threshold=net_in,
+                          network_out_threshold=net_out, exclude_brokers=excluded, add_brokers=added,
+                          goals=_goals(goals), max_bytes_moved=max_bytes_moved, max_moves=max_moves,
+                          throttle_bytes_per_s=throttle, seed=seed)
+
+
+def _fraction(name: str, value: float) -> float:
+    if not 0 < value <= 1:
+        raise PlanUsageError(f"{name} {value}: must be a fraction of capacity, above 0 and at most 1")
+    return value
+
+
+def _broker_ids(name: str, text: str | None) -> tuple[int, ...]:
+    if text is None:
+        return ()
+    items = [i.strip() for i in text.split(",") if i.strip()]
+    if not items or not all(i.isdigit() for i in items):
+        raise PlanUsageError(f"{name} {text!r}: expected broker ids separated by commas, e.g. 1,2")
+    ids = [int(i) for i in items]
+    if len(set(ids)) != len(ids):
+        raise PlanUsageError(f"{name} {text!r}: a broker is listed twice")
+    return tuple(sorted(ids))
+
+
+def _goals(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return GOALS
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in names if g not in GOALS]
+    if not names or unknown:
+        raise PlanUsageError(f"--goals {text!r}: {'unknown goal ' + repr(unknown[0]) if unknown else 'no goal'} "
+                             f"(goals: {','.join(GOALS)})")
+    if len(set(names)) != len(names):
+        raise PlanUsageError(f"--goals {text!r}: a goal is listed twice")
+    return tuple(names)
+
+
+def check_paths(snapshot_dir: Path, out_dir: Path) -> None:
+    """Before starting Spark: the snapshot is a directory and --out may be created."""
+    if not snapshot_dir.is_dir():
+        raise PlanUsageError(f"--snapshot {snapshot_dir}: not a directory")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise PlanUsageError(f"--out {out_dir}: exists and is not an empty directory; give a new one")
+
+
+def check_against_snapshot(snapshot, options: PlannerOptions) -> None:
+    """--exclude-brokers and --add-brokers name brokers of the snapshot; added ones hold nothing yet."""
+    from pyspark.sql import functions as F
+
+    known = {r.broker_id for r in snapshot.brokers.select("broker_id").collect()}
+    for name, ids in (("--exclude-brokers", options.exclude_brokers), ("--add-brokers", options.add_brokers)):
+        missing = [b for b in ids if b not in known]
+        if missing:
+            raise PlanUsageError(f"{name}: broker {missing[0]} is not in the snapshot's brokers")
+    if options.add_brokers:
+        holding = (snapshot.partitions.select(F.explode("replicas").alias("broker_id"))
+                   .where(F.col("broker_id").isin(list(options.add_brokers))).groupBy("broker_id").count()
+                   .orderBy("broker_id").first())
+        if holding is not None:
+            raise PlanUsageError(f"--add-brokers: broker {holding.broker_id} already holds {holding['count']} "
+                                 f"replicas; added brokers are new and empty")
+
+
+# --- the job
+
+def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "kafkactl-plan"):
+    """A session for the job; under spark-submit, master=None keeps spark-submit's."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.appName(app_name)
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC"))
+    if master:
+        builder = builder.master(master)
+        if master.startswith("local"):
+            # The default 200 shuffle partitions are made for clusters; a few per core suit one machine.
+            builder = builder.config("spark.sql.shuffle.partitions", "8")
+            if "PYSPARK_PYTHON" not in os.environ:
+                # Python workers (the baseline's pandas UDFs) need this interpreter, which has
+                # kafkactl, not whatever `python3` is first on PATH.
+                builder = builder.config("spark.pyspark.python", sys.executable)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def load_optimizer():
+    """kafkactl.planner.optimizer.optimize, or the test hook's function."""
+    import importlib
+
+    hook = os.environ.get(OPTIMIZER_HOOK_ENV)
+    if hook:
+        module, _, name = hook.partition(":")
+        return getattr(importlib.import_module(module), name)
+    from .optimizer import optimize
+
+    return optimize
+
+
+def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None) -> dict:
+    """Plan from the snapshot into out_dir (created atomically); returns the report."""
+    from .snapshot import SnapshotError, read_snapshot
+
+    snapshot_dir, out_dir = Path(snapshot_dir), Path(out_dir)
+    check_paths(snapshot_dir, out_dir)
+    clock = _Clock()
+    try:
+        snapshot = read_snapshot(spark, snapshot_dir)
+    except SnapshotError as error:
+        raise PlanUsageError(f"--snapshot {snapshot_dir}: invalid snapshot", error.errors +
+                             (["(more errors not shown)"] if error.more else [])) from None
+    clock.lap("read_and_validate")
+    try:
+        return _plan(spark, snapshot, snapshot_dir, out_dir, options, optimize or load_optimizer(), clock)
+    finally:
+        snapshot.unpersist()
+
+
+def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize, clock) -> dict:
+    from . import baseline, report
+    from .constraints import infeasible
+
+    check_against_snapshot(snapshot, options)
+    reasons = infeasible(snapshot, options)
+    clock.lap("feasibility")
+    if reasons:
+        raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", reasons)
+    proposal = optimize(spark, snapshot, options)
+    assignment = proposal.assignment.persist()
+    clock.lap("optimize")
+    kafka = None
+    try:
+        if proposal.unsatisfied:
+            raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", proposal.unsatisfied)
+        after = report.evaluate(assignment, snapshot, options, options.throttle_bytes_per_s)
+        _refuse_broken(after, options)
+        clock.lap("check_and_evaluate")
+        before = report.evaluate(snapshot.partitions, snapshot, options, options.throttle_bytes_per_s)
+        kafka = baseline.kafka_assignment(snapshot, options).persist()
+        kafka_figures = report.evaluate(kafka, snapshot, options, options.throttle_bytes_per_s)
+        bound = baseline.lower_bound(snapshot, options)
+        clock.lap("baselines")
+        counts = report.snapshot_counts(snapshot, options)
+        times = clock.laps()
+        result = report.build(str(snapshot_dir), options, counts, before, after, kafka_figures, bound,
+                              proposal.rounds, times)
+        _write_atomically(out_dir, lambda directory: _write_outputs(assignment, snapshot, result, directory, clock))
+        return result
+    finally:
+        assignment.unpersist()
+        if kafka is not None:
+            kafka.unpersist()
+
+
+def _refuse_broken(after: dict, options) -> None:
+    """The proposal must meet every hard constraint and the movement bounds, whoever made it."""
+    found = after["violations"]
+    details = [f"{e['kind']}: {e['subject']}: {e['detail']}" for e in found["examples"]]
+    moved = after["moves"]
+    if options.max_moves is not None and moved["replica_moves"] > options.max_moves:
+        details.append(f"--max-moves {options.max_moves}: the proposal moves {moved['replica_moves']} replicas")
+    if options.max_bytes_moved is not None and moved["bytes_moved"] > options.max_bytes_moved:
+        details.append(f"--max-bytes-moved {options.max_bytes_moved}: the proposal moves {moved['bytes_moved']} bytes")
+    if details:
+        raise PlanUnsatisfiable(f"the optimizer's proposal breaks {found['total'] or 'a'} hard constraints or "
+                                f"bounds; no plan written", details)
+
+
+def _write_outputs(assignment, snapshot, result: dict, directory: Path, clock) -> None:
+    from . import report
+
+    result["plan_partitions"] = report.write_plan_files(assignment, snapshot, directory)
+    result["compute_time_s"]["write"] = clock.since_last()
+    result["compute_time_s"]["total"] = clock.total()
+    report.write_report(result, directory)
+
+
+def _write_atomically(out_dir: Path, write) -> None:
+    """write(temp dir) then rename it to out_dir (which may be an empty dir); nothing is left on failure."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir()
+    try:
+        write(temporary)
+        os.rename(temporary, out_dir)  # POSIX: replaces out_dir if it is an empty directory
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+class _Clock:
+    def __init__(self):
+        self.start = self.last = time.monotonic()
+        self.steps: dict[str, float] = {}
+
+    def lap(self, step: str) -> None:
+        self.steps[step] = self.since_last()
+
+    def since_last(self) -> float:
+        now = time.monotonic()
+        elapsed, self.last = now - self.last, now
+        return round(elapsed, 3)
+
+    def total(self) -> float:
+        return round(time.monotonic() - self.start, 3)
+
+    def laps(self) -> dict:
+        return dict(self.steps)
+
+
+def plan(snapshot_dir: Path, out_dir: Path, master: str | None, options: PlannerOptions, spark=None) -> dict:
+    """The whole command: paths checked before Spark starts, then the job on a session of its own."""
+    check_paths(Path(snapshot_dir), Path(out_dir))
+    own = spark is None
+    session = spark_session(master) if own else spark
+    try:
+        return run(session, snapshot_dir, out_dir, options)
+    finally:
+        if own:
+            session.stop()

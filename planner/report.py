@@ -1,0 +1,317 @@
+"""What a plan achieves, in figures, and the files `kafkactl plan` writes.
+
+For an assignment: per resource, statistics over the eligible brokers (or
+their log dirs) — min, max, mean, population standard deviation and
+max/mean; the hard constraints' violations (constraints.check); and the
+moves against the snapshot's assignment. Only per-broker and per-dir
+aggregates reach the driver; plan.json and rollback.json are streamed from
+Spark in (topic, partition) order, so the same input gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from .constraints import check
+from .usage import broker_load, dir_usage, human_bytes
+
+# Utilizations are fractions of capacity; counts are replicas and leaders per broker.
+RESOURCES = ("disk_utilization_ssd", "disk_utilization_hdd", "log_dir_utilization_ssd", "log_dir_utilization_hdd",
+             "network_in_utilization", "network_out_utilization", "potential_network_out_utilization",
+             "replica_count", "leader_count")
+STATES = ("before", "after", "kafka_baseline", "lower_bound")
+BROKER_FIGURES = ("replica_count", "leader_count", "network_in_bytes_per_s", "network_out_bytes_per_s",
+                  "network_in_utilization", "network_out_utilization", "potential_network_out_utilization")
+
+
+def summarize(values: list[float]) -> dict | None:
+    """min, max, mean, population std and max/mean of some brokers' figures (None if there are none)."""
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    return {"min": float(min(values)), "max": float(max(values)), "mean": mean,
+            "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
+            "max_mean": float(max(values)) / mean if mean else None}
+
+
+def evaluate(assignment, snapshot, options, throttle_bytes_per_s: int | None = None) -> dict:
+    """Statistics, violations and moves of one assignment (the snapshot's own for `before`)."""
+    brokers = [r.asDict() for r in broker_load(assignment, snapshot).orderBy("broker_id").collect()]
+    dirs = [r.asDict() for r in dir_usage(assignment, snapshot).orderBy("broker_id", "path").collect()]
+    for row in brokers:
+        row.update(_disk_per_media(dirs, row["broker_id"]))
+    excluded = set(options.exclude_brokers)
+    return {"resources": resource_stats([b for b in brokers if b["broker_id"] not in excluded],
+                                        [d for d in dirs if d["broker_id"] not in excluded]),
+            "violations": check(assignment, snapshot, options).to_dict(),
+            "moves": moves(assignment, snapshot, throttle_bytes_per_s),
+            "brokers": brokers, "log_dirs": dirs}
+
+
+def _disk_per_media(dirs: list[dict], broker_id: int) -> dict:
+    figures = {}
+    for medium in ("ssd", "hdd"):
+        own = [d for d in dirs if d["broker_id"] == broker_id and d["media"] == medium]
+        capacity = sum(d["capacity_bytes"] for d in own)
+        figures[f"disk_utilization_{medium}"] = sum(d["used_bytes"] for d in own) / capacity if capacity else None
+    return figures
+
+
+def resource_stats(brokers: list[dict], dirs: list[dict]) -> dict:
+    stats = {}
+    for medium in ("ssd", "hdd"):
+        stats[f"disk_utilization_{medium}"] = summarize(
+            [b[f"disk_utilization_{medium}"] for b in brokers if b[f"disk_utilization_{medium}"] is not None])
+        stats[f"log_dir_utilization_{medium}"] = summarize([d["utilization"] for d in dirs if d["media"] == medium])
+    for name in ("network_in_utilization", "network_out_utilization", "potential_network_out_utilization",
+                 "replica_count", "leader_count"):
+        stats[name] = summarize([float(b[name]) for b in brokers])
+    return stats
+
+
+def moves(assignment, snapshot, throttle_bytes_per_s: int | None) -> dict:
+    """Replica moves (a replica on a broker that had none of the partition),
+    bytes moved (their sizes), moves between dirs of one broker, leader
+    changes, and the duration at a throttle: the busiest broker's bytes to
+    send (as leader) or to receive (as new replica) over the throttle, which
+    Kafka applies per broker."""
+    from pyspark.sql import functions as F
+
+    joined = _against_current(assignment, snapshot)
+    totals = joined.agg(
+        F.sum(F.col("changed").cast("int")).alias("partitions_changed"),
+        F.sum(F.size("added")).alias("replica_moves"),
+        F.sum(F.size("added") * F.col("size_bytes")).alias("bytes_moved"),
+        F.sum("dir_moves").alias("dir_moves"),
+        F.sum(F.col("dir_moves") * F.col("size_bytes")).alias("dir_bytes_moved"),
+        F.sum(F.col("leader_changed").cast("int")).alias("leader_changes")).first()
+    result = {k: int(totals[k] or 0) for k in ("partitions_changed", "replica_moves", "bytes_moved", "dir_moves",
+                                                "dir_bytes_moved", "leader_changes")}
+    busiest = _busiest_broker_bytes(joined)
+    result["busiest_broker_bytes"] = busiest
+    result["estimated_duration_s"] = busiest / throttle_bytes_per_s if throttle_bytes_per_s else None
+    return result
+
+
+def _against_current(assignment, snapshot):
+    """Each partition with its current and proposed replicas and what changed."""
+    from pyspark.sql import functions as F
+
+    current = snapshot.partitions.select("topic", "partition", F.col("replicas").alias("current_replicas"),
+                                         F.col("log_dirs").alias("current_log_dirs"),
+                                         F.col("leader").alias("current_leader"), "size_bytes")
+    proposed = assignment.select("topic", "partition", "replicas", "log_dirs")
+    joined = current.join(proposed, ["topic", "partition"])
+    kept = F.array_intersect("replicas", "current_replicas")
+    dir_of = lambda replicas, dirs, b: F.get(dirs, (F.array_position(replicas, b) - 1).cast("int"))  # noqa: E731
+    return joined.select(
+        "*",
+        F.array_except("replicas", "current_replicas").alias("added"),
+        F.size(F.filter(kept, lambda b: dir_of("replicas", "log_dirs", b)
+                        != dir_of("current_replicas", "current_log_dirs", b))).alias("dir_moves"),
+        (F.col("replicas")[0] != F.col("current_leader")).alias("leader_changed"),
+        ((F.col("replicas") != F.col("current_replicas")) | (F.col("log_dirs") != F.col("current_log_dirs")))
+        .alias("changed"))
+
+
+def _busiest_broker_bytes(joined) -> int:
+    from pyspark.sql import functions as F
+
+    moving = joined.where(F.size("added") > 0).select(
+        "size_bytes", "added", F.when(F.col("current_leader") >= 0, F.col("current_leader"))
+        .otherwise(F.col("current_replicas")[0]).alias("source"))
+    received = moving.select(F.explode("added").alias("broker_id"), "size_bytes")
+    sent = moving.select(F.col("source").alias("broker_id"), (F.col("size_bytes") * F.size("added")).alias("size_bytes"))
+    per_broker = (received.groupBy("broker_id").agg(F.sum("size_bytes").alias("bytes"))
+                  .unionByName(sent.groupBy("broker_id").agg(F.sum("size_bytes").alias("bytes"))))
+    row = per_broker.agg(F.max("bytes").alias("bytes")).first()
+    return int(row.bytes or 0)
+
+
+# --- the report as data, markdown and a chart
+
+def build(snapshot_dir: str, options, counts: dict, before: dict, after: dict, baseline: dict, bound: dict,
+          rounds: int, compute_time_s: dict) -> dict:
+    from dataclasses import asdict
+
+    resources = {name: {"before": before["resources"].get(name), "after": after["resources"].get(name),
+                        "kafka_baseline": baseline["resources"].get(name), "lower_bound": bound.get(name)}
+                 for name in RESOURCES}
+    after_brokers = {b["broker_id"]: b for b in after["brokers"]}
+    brokers = [{"broker_id": b["broker_id"], "rack": b["rack"], "excluded": b["broker_id"] in options.exclude_brokers,
+                "before": _broker_figures(b), "after": _broker_figures(after_brokers[b["broker_id"]])}
+               for b in before["brokers"]]
+    after_dirs = {(d["broker_id"], d["path"]): d for d in after["log_dirs"]}
+    dirs = [{"broker_id": d["broker_id"], "path": d["path"], "media": d["media"],
+             "capacity_bytes": d["capacity_bytes"], "before_used_bytes": d["used_bytes"],
+             "after_used_bytes": after_dirs[(d["broker_id"], d["path"])]["used_bytes"]} for d in before["log_dirs"]]
+    return {"snapshot": snapshot_dir, "options": {k: list(v) if isinstance(v, tuple) else v
+                                                  for k, v in asdict(options).items()},
+            "summary": counts, "resources": resources,
+            "violations": {"before": before["violations"], "after": after["violations"],
+                           "kafka_baseline": baseline["violations"]},
+            "moves": {"after": after["moves"], "kafka_baseline": baseline["moves"]},
+            "optimizer": {"rounds": rounds}, "compute_time_s": compute_time_s,
+            "brokers": brokers, "log_dirs": dirs}
+
+
+def _broker_figures(row: dict) -> dict:
+    return {k: row[k] for k in (*BROKER_FIGURES, "disk_utilization_ssd", "disk_utilization_hdd")}
+
+
+def snapshot_counts(snapshot, options) -> dict:
+    from pyspark.sql import functions as F
+
+    totals = snapshot.partitions.agg(F.count("*").alias("partitions"), F.sum(F.size("replicas")).alias("replicas"),
+                                     F.sum(F.col("size_bytes") * F.size("replicas")).alias("bytes")).first()
+    brokers = snapshot.brokers.count()
+    return {"brokers": brokers, "eligible_brokers": brokers - len(options.exclude_brokers),
+            "log_dirs": snapshot.log_dirs.count(), "partitions": int(totals.partitions),
+            "replicas": int(totals.replicas or 0), "replica_bytes": int(totals.bytes or 0)}
+
+
+def _number(value, resource: str) -> str:
+    if value is None:
+        return "-"
+    if resource.endswith("_count"):
+        return f"{value:.1f}"
+    return f"{value:.3f}"
+
+
+def render_markdown(report: dict) -> str:
+    summary = report["summary"]
+    lines = ["# Placement plan", "",
+             f"Snapshot `{report['snapshot']}`: {summary['brokers']} brokers ({summary['eligible_brokers']} eligible), "
+             f"{summary['log_dirs']} log dirs, {summary['partitions']} partitions, {summary['replicas']} replicas "
+             f"({human_bytes(summary['replica_bytes'])}).", "",
+             "## Balance", "",
+             "Over the eligible brokers (log dirs for `log_dir_*`); utilization is a fraction of capacity. "
+             "`before`: the snapshot; `after`: this plan; `kafka_baseline`: Kafka's default assignment; "
+             "`lower_bound`: perfect balance.", "",
+             "| resource | state | min | max | mean | std | max/mean |", "|---|---|---|---|---|---|---|"]
+    for name, states in report["resources"].items():
+        for state in STATES:
+            stats = states[state]
+            if stats is None:
+                continue
+            lines.append(f"| {name} | {state} | " + " | ".join(_number(stats[k], name) for k in
+                                                               ("min", "max", "mean", "std")) +
+                         f" | {_number(stats['max_mean'], 'ratio')} |")
+    lines += ["", "## Moves", "", "| | partitions changed | replica moves | bytes moved | moves between dirs "
+              "| leader changes | estimated duration |", "|---|---|---|---|---|---|---|"]
+    for label, key in (("plan", "after"), ("kafka_baseline", "kafka_baseline")):
+        m = report["moves"][key]
+        duration = "-" if m["estimated_duration_s"] is None else _duration(m["estimated_duration_s"])
+        lines.append(f"| {label} | {m['partitions_changed']} | {m['replica_moves']} | {human_bytes(m['bytes_moved'])} "
+                     f"| {m['dir_moves']} | {m['leader_changes']} | {duration} |")
+    throttle = report["options"]["throttle_bytes_per_s"]
+    lines += ["", f"Duration: the busiest broker's bytes to send or receive over --throttle "
+              f"({'not given' if throttle is None else human_bytes(throttle) + '/s'})."]
+    lines += _violation_lines(report["violations"])
+    times = report["compute_time_s"]
+    lines += ["", "## Compute time", "", "| step | seconds |", "|---|---|"]
+    lines += [f"| {step} | {seconds:.1f} |" for step, seconds in times.items()]
+    lines += ["", f"Optimizer rounds: {report['optimizer']['rounds']}.", ""]
+    return "\n".join(lines)
+
+
+def _violation_lines(violations: dict) -> list[str]:
+    kinds = sorted({k for v in violations.values() for k in v["counts"]})
+    lines = ["", "## Hard constraints", ""]
+    if not kinds:
+        return lines + ["No violations before, after, or with Kafka's assignment."]
+    lines += ["| violation | before | after | kafka_baseline |", "|---|---|---|---|"]
+    lines += [f"| {k} | " + " | ".join(str(violations[s]["counts"].get(k, 0)) for s in
+                                      ("before", "after", "kafka_baseline")) + " |" for k in kinds]
+    examples = violations["before"]["examples"]
+    if examples:
+        lines += ["", "Before (examples):", ""] + [f"- {e['kind']}: {e['subject']}: {e['detail']}" for e in examples]
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def write_plan_files(assignment, snapshot, directory: Path) -> int:
+    """plan.json (the partitions that change) and rollback.json (their current
+    assignment), streamed in (topic, partition) order; returns how many."""
+    changed = (_against_current(assignment, snapshot).where("changed")
+               .select("topic", "partition", "replicas", "log_dirs", "current_replicas", "current_log_dirs")
+               .orderBy("topic", "partition"))
+    count = 0
+    with open(directory / "plan.json", "w") as plan, open(directory / "rollback.json", "w") as rollback:
+        for out in (plan, rollback):
+            out.write('{"version":1,"partitions":[')
+        for row in changed.toLocalIterator():
+            separator = "," if count else ""
+            plan.write(separator + "\n" + _entry(row.topic, row.partition, row.replicas, row.log_dirs))
+            rollback.write(separator + "\n" + _entry(row.topic, row.partition, row.current_replicas,
+                                                     row.current_log_dirs))
+            count += 1
+        for out in (plan, rollback):
+            out.write("\n]}\n")
+    return count
+
+
+def _entry(topic: str, partition: int, replicas, log_dirs) -> str:
+    return json.dumps({"topic": topic, "partition": partition, "replicas": list(replicas),
+                       "log_dirs": list(log_dirs)}, separators=(",", ":"))
+
+
+def write_report(report: dict, directory: Path) -> None:
+    (directory / "report.json").write_text(json.dumps(report, indent=2, allow_nan=False, default=_json_default) + "\n")
+    (directory / "report.md").write_text(render_markdown(report))
+    plot_utilization(report, directory / "utilization.png")
+
+
+def _json_default(value):
+    raise TypeError(f"not JSON: {value!r}")
+
+
+def plot_utilization(report: dict, path: Path) -> None:
+    """Per broker, before and after: disk utilization per media class and network in/out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    brokers = report["brokers"]
+    panels = [("disk_utilization_ssd", "disk (SSD)", report["options"]["capacity_threshold"]),
+              ("disk_utilization_hdd", "disk (HDD)", report["options"]["capacity_threshold"]),
+              ("network_in_utilization", "network in", report["options"]["network_in_threshold"]),
+              ("network_out_utilization", "network out", report["options"]["network_out_threshold"])]
+    width = min(40.0, max(8.0, 0.07 * len(brokers) + 3))  # readable bars up to a few hundred brokers
+    figure, axes = plt.subplots(len(panels), 1, figsize=(width, 2.6 * len(panels)), sharex=True)
+    positions = list(range(len(brokers)))
+    for axis, (key, title, threshold) in zip(axes, panels):
+        before = [_or_nan(b["before"][key]) for b in brokers]
+        after = [_or_nan(b["after"][key]) for b in brokers]
+        axis.bar([p - 0.2 for p in positions], before, width=0.4, color="#b0b0b0", label="before")
+        axis.bar([p + 0.2 for p in positions], after, width=0.4, color="#1f77b4", label="after")
+        axis.axhline(threshold, color="#d62728", linestyle="--", linewidth=1, label="threshold")
+        bound = report["resources"][key]["lower_bound"]
+        if bound is not None:
+            axis.axhline(bound["mean"], color="#2ca02c", linestyle=":", linewidth=1, label="perfect balance")
+        axis.set_ylabel("fraction of capacity")
+        axis.set_title(title, loc="left", fontsize=10)
+        axis.grid(axis="y", alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=8, ncol=4)
+    step = max(1, math.ceil(len(brokers) / 50))  # at most ~50 tick labels
+    axes[-1].set_xticks(positions[::step], [str(b["broker_id"]) for b in brokers][::step],
+                        rotation=90 if len(brokers) > 20 else 0, fontsize=8)
+    axes[-1].set_xlabel("broker")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def _or_nan(value):
+    return math.nan if value is None else value

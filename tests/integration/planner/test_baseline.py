@@ -1,0 +1,68 @@
+"""Kafka's default assignment as the report's baseline: the same results as
+`assign_replicas`, deterministic for a seed; and the lower bound."""
+
+import pytest
+
+from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
+from kafkactl.planner.baseline import kafka_assignment, lower_bound, topic_rng
+from kafkactl.planner.fixtures import write_fixture
+from kafkactl.planner.options import PlannerOptions
+from kafkactl.planner.snapshot import read_snapshot
+
+
+@pytest.fixture
+def grown(spark, tmp_path):
+    fixture = write_fixture("add_two_brokers", tmp_path)
+    snapshot = read_snapshot(spark, tmp_path)
+    yield fixture, snapshot
+    snapshot.unpersist()
+
+
+def rows_of(frame):
+    return sorted((r.topic, r.partition, list(r.replicas), list(r.log_dirs), r.leader) for r in frame.collect())
+
+
+def test_it_is_assign_replicas_per_topic_deterministic_and_seeded(grown):
+    fixture, snapshot = grown
+    options = PlannerOptions(add_brokers=(5, 6), exclude_brokers=(1,), seed=7)
+    first = rows_of(kafka_assignment(snapshot, options))
+    assert first == rows_of(kafka_assignment(snapshot, options))
+    brokers = [BrokerInfo(b["broker_id"], b["rack"]) for b in fixture.brokers if b["broker_id"] != 1]
+    expected = assign_replicas(brokers, 8, 2, 0, topic_rng(7, "events"))
+    assert [(t, p, r) for t, p, r, _, _ in first] == [("events", p, expected[p]) for p in range(8)]
+    assert all(leader == replicas[0] for _, _, replicas, _, leader in first)
+    other_seed = rows_of(kafka_assignment(snapshot, PlannerOptions(add_brokers=(5, 6), exclude_brokers=(1,), seed=8)))
+    assert [r[2] for r in other_seed] != [r[2] for r in first]
+
+
+def test_replicas_that_stay_keep_their_dir_and_new_ones_fill_the_emptiest(grown):
+    fixture, snapshot = grown
+    result = rows_of(kafka_assignment(snapshot, PlannerOptions(add_brokers=(5, 6))))
+    current = {(p["topic"], p["partition"]): dict(zip(p["replicas"], p["log_dirs"])) for p in fixture.partitions}
+    per_dir: dict[tuple[int, str], int] = {}
+    for topic, partition, replicas, log_dirs, _ in result:
+        for broker, path in zip(replicas, log_dirs):
+            if broker in current[(topic, partition)]:
+                assert path == current[(topic, partition)][broker]
+            per_dir[(broker, path)] = per_dir.get((broker, path), 0) + 1
+    for broker in (5, 6):  # new and empty: Kafka alternates between its dirs, the lower path first
+        counts = [per_dir.get((broker, d), 0) for d in ("/data/hdd0", "/data/ssd0")]
+        assert sum(counts) > 0 and counts[0] - counts[1] in (0, 1)
+
+
+def test_the_lower_bound_is_perfect_balance(spark, tmp_path):
+    write_fixture("decommission_one", tmp_path)
+    snapshot = read_snapshot(spark, tmp_path)
+    try:
+        bound = lower_bound(snapshot, PlannerOptions(exclude_brokers=(5,)))
+    finally:
+        snapshot.unpersist()
+    # 10 partitions of RF 3 (30 replicas) over the 4 eligible brokers; 1 MB/s in and 3 MB/s out each.
+    assert bound["replica_count"] == {"min": 7.0, "max": 8.0, "mean": 7.5, "std": 0.5, "max_mean": 8 / 7.5}
+    assert bound["leader_count"] == {"min": 2.0, "max": 3.0, "mean": 2.5, "std": 0.5, "max_mean": 3 / 2.5}
+    assert bound["network_in_utilization"] == pytest.approx(
+        {"min": 0.06, "max": 0.06, "mean": 0.06, "std": 0.0, "max_mean": 1.0})
+    assert bound["network_out_utilization"]["max"] == pytest.approx(30e6 / 500e6)
+    # SSD: 20 replicas of 3 GB over 4 x 100 GB; HDD: 10 replicas.
+    assert bound["disk_utilization_ssd"]["max"] == pytest.approx(60e9 / 400e9)
+    assert bound["log_dir_utilization_hdd"]["mean"] == pytest.approx(30e9 / 400e9)

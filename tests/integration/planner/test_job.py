@@ -1,0 +1,80 @@
+"""The job end to end on each named fixture, with a TEST-ONLY stand-in
+optimizer (stand_in_optimizer.py: Kafka's assignment; the `stand_in` fixture)
+passed in explicitly."""
+
+import json
+
+import pytest
+
+from kafkactl.cluster.admin.plan_file import parse_reassignment_plan
+from kafkactl.planner import job
+from kafkactl.planner.fixtures import FIXTURES, write_fixture
+
+OUTPUTS = ["plan.json", "report.json", "report.md", "rollback.json", "utilization.png"]
+
+
+def options_for(fixture, **extra):
+    names = [a.lstrip("-").replace("-", "_") for a in fixture.args[::2]]
+    return job.build_options(**dict(zip(names, fixture.args[1::2])), **extra)
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURES if FIXTURES[n]().feasible])
+def test_a_feasible_fixture_gets_a_plan_that_meets_every_hard_constraint(spark, stand_in, tmp_path, name):
+    fixture = write_fixture(name, tmp_path / "snap")
+    result = job.run(spark, tmp_path / "snap", tmp_path / "out", options_for(fixture, throttle=50_000_000),
+                     stand_in.optimize)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == OUTPUTS
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "snap"]  # no temporary dir left
+    on_disk = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert on_disk["violations"]["after"] == {"total": 0, "counts": {}, "examples": []}
+    assert on_disk["resources"] == result["resources"]
+    entries = parse_reassignment_plan((tmp_path / "out" / "plan.json").read_text())
+    assert len(entries) == result["plan_partitions"] == result["moves"]["after"]["partitions_changed"]
+    after = {b["broker_id"]: b["after"]["replica_count"] for b in on_disk["brokers"]}
+    for broker in (5, 6) if "--add-brokers" in fixture.args else ():
+        assert after[broker] > 0
+    for broker in (5,) if "--exclude-brokers" in fixture.args else ():
+        assert after[broker] == 0 and on_disk["violations"]["before"]["counts"]["excluded_broker"] == 1
+    assert "| replica_count | lower_bound |" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_same_snapshot_and_options_give_the_same_plan_bytes(spark, stand_in, tmp_path):
+    write_fixture("unbalanced_two_racks", tmp_path / "snap")
+    for out in ("one", "two"):
+        job.run(spark, tmp_path / "snap", tmp_path / out, job.build_options(seed=3), stand_in.optimize)
+    for name in ("plan.json", "rollback.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_an_unsatisfiable_rack_constraint_says_why_and_writes_nothing(spark, stand_in, tmp_path):
+    write_fixture("rack_constraint_unsatisfiable", tmp_path / "snap")
+    with pytest.raises(job.PlanUnsatisfiable) as raised:
+        job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), stand_in.optimize)
+    assert raised.value.exit_code == 1
+    assert raised.value.details == [
+        "rack spread: with 2 racks, each of the 6 partitions with 2 or more replicas needs a replica in rack r2, "
+        "30.0 GB in all, but the log dirs of rack r2 (brokers 4) hold at most 16.0 GB more under the 0.8 capacity "
+        "threshold"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
+
+
+def test_a_proposal_that_breaks_a_hard_constraint_is_never_written(spark, stand_in, tmp_path):
+    write_fixture("full_disk", tmp_path / "snap")
+    with pytest.raises(job.PlanUnsatisfiable) as raised:
+        job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), stand_in.identity)
+    assert raised.value.details == [
+        "log_dir_capacity: broker 1 /data/ssd0: 90000000000 of 100000000000 bytes used (0.900 > 0.8)",
+        "log_dir_capacity: broker 2 /data/ssd0: 90000000000 of 100000000000 bytes used (0.900 > 0.8)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
+
+
+def test_options_naming_brokers_the_snapshot_lacks_are_refused(spark, stand_in, tmp_path):
+    write_fixture("add_two_brokers", tmp_path / "snap")
+    for options, message in ((job.build_options(exclude_brokers="9"),
+                              "--exclude-brokers: broker 9 is not in the snapshot's brokers"),
+                             (job.build_options(add_brokers="4"),
+                              "--add-brokers: broker 4 already holds 4 replicas; added brokers are new and empty")):
+        with pytest.raises(job.PlanUsageError) as raised:
+            job.run(spark, tmp_path / "snap", tmp_path / "out", options, stand_in.optimize)
+        assert raised.value.message == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
