@@ -12,7 +12,11 @@ def spark():
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("kafkactl-planner-tests")
-               .config("spark.sql.shuffle.partitions", "4")
+               # Test data is tiny: few partitions and no adaptive re-planning
+               # make each of the many small jobs several times cheaper.
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.adaptive.enabled", "false")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .getOrCreate())
