@@ -88,12 +88,17 @@ def bytes_moved(before, after) -> tuple[int, int]:
     return r.moves, int(r.bytes or 0)
 
 
-def hot_bytes_off_ssd(assignment, log_dirs, capacity_threshold: float) -> dict[tuple[int, str], int]:
-    """Per dir, the bytes of hot partitions (the optimizer's hot set) not on SSD."""
+def hot_bytes_off_ssd(assignment, log_dirs, capacity_threshold: float,
+                      exclude: tuple[int, ...] = ()) -> dict[tuple[int, str], int]:
+    """Per dir, the bytes of hot partitions (the optimizer's hot set: budget
+    from the SSD capacity of the brokers that stay) not on SSD."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    ssd = log_dirs.where("media = 'ssd'").agg(F.sum("capacity_bytes")).collect()[0][0] or 0
+    staying = log_dirs.where("media = 'ssd'")
+    if exclude:
+        staying = staying.where(~F.col("broker_id").isin(list(exclude)))
+    ssd = staying.agg(F.sum("capacity_bytes")).collect()[0][0] or 0
     budget = int(ssd * capacity_threshold * HOT_BUDGET_SHARE)
     heat = (F.col("bytes_in_per_s") + F.col("bytes_out_per_s")) / F.greatest("size_bytes", F.lit(1))
     order = Window.orderBy(heat.desc(), "topic", "partition")

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_ROUNDS_PER_GOAL = 8
+MAX_ROUNDS_PER_GOAL = 6
 REPAIR_ROUNDS = 12
 BATCH = 20_000                 # candidates collected per selection and round
 
@@ -68,7 +68,9 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
     if unknown:
         raise ValueError(f"unknown goals {unknown}; known: {sorted(SOFT_GOALS)}")
     model = _Model(spark, snapshot, options)
-    problems = infeasible(model.cluster, model.totals())
+    totals = model.totals()
+    model.cluster.pin_racks(totals.min_rf)
+    problems = infeasible(model.cluster, totals)
     if problems:
         model.release()
         return OptimizerResult(snapshot.partitions, problems, 0)
@@ -217,14 +219,15 @@ class _Model:
         r = self.state.agg(
             F.count(F.lit(1)).alias("partitions"),
             F.sum(F.col("size_bytes") * rf).alias("replica_bytes"),
-            F.max(rf).alias("max_rf"), F.max("size_bytes").alias("max_size_bytes"),
+            F.max(rf).alias("max_rf"), F.min(rf).alias("min_rf"),
+            F.max("size_bytes").alias("max_size_bytes"),
             F.sum(F.col("bytes_in") * rf).alias("replica_bytes_in"),
             F.sum("bytes_out").alias("bytes_out"),
             F.sum(F.when(rf >= F.lit(max(racks, 1)), F.col("size_bytes")).otherwise(0))
             .alias("per_rack_bytes")).collect()[0]
         return PartitionTotals(r.partitions, r.replica_bytes or 0, r.max_rf or 0,
                                r.max_size_bytes or 0, r.replica_bytes_in or 0, r.bytes_out or 0,
-                               (r.per_rack_bytes or 0) if racks else 0)
+                               (r.per_rack_bytes or 0) if racks else 0, r.min_rf or 0)
 
     def rack_violations(self) -> int:
         if not self.cluster.rack_count:
@@ -244,7 +247,7 @@ class _Model:
     def _balance(self) -> str:
         """Per media class, the least and most utilized dir over target."""
         parts = []
-        for media in sorted(self.cluster.util_target):
+        for media in sorted({d.media for d in self.cluster.dirs.values()}):
             ratios = [d.size_bytes / t for d in self.cluster.eligible_dirs()
                       if d.media == media and (t := self.cluster.dir_target(d)) > 0]
             if ratios:

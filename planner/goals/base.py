@@ -148,18 +148,31 @@ class Cluster:
         racks = {b.rack for b in eligible}
         # rack rule only when every broker that can hold replicas has a rack
         self.rack_count = len(racks) if eligible and None not in racks else 0
+        # When RF >= racks for every partition, each rack holds one replica of
+        # every partition: a rack's bytes are fixed and targets are per rack.
+        self.racks_pinned = False
         self.util_target = self._media_targets()
 
     # ---- targets ---------------------------------------------------------
 
-    def _media_targets(self) -> dict[str, float]:
-        """Per media class: its bytes over its eligible capacity."""
+    def pin_racks(self, min_rf: int) -> None:
+        self.racks_pinned = bool(self.rack_count) and min_rf >= self.rack_count
+        self.util_target = self._media_targets()
+
+    def group(self, d: Dir) -> tuple[str | None, str]:
+        """Dirs balanced together: a media class, within a rack when pinned."""
+        return (self.brokers[d.broker_id].rack if self.racks_pinned else None, d.media)
+
+    def _media_targets(self) -> dict[tuple[str | None, str], float]:
+        """Per group: its bytes over its eligible capacity (the bytes of an
+        excluded broker count in its rack: they stay in it)."""
         size, capacity = {}, {}
         for d in self.dirs.values():
-            size[d.media] = size.get(d.media, 0) + d.size_bytes
+            g = self.group(d)
+            size[g] = size.get(g, 0) + d.size_bytes
             if self.brokers[d.broker_id].eligible:
-                capacity[d.media] = capacity.get(d.media, 0) + d.capacity_bytes
-        return {m: size.get(m, 0) / capacity[m] if capacity.get(m) else 0.0 for m in size}
+                capacity[g] = capacity.get(g, 0) + d.capacity_bytes
+        return {g: size.get(g, 0) / capacity[g] if capacity.get(g) else 0.0 for g in size}
 
     def media_capacity(self, media: str) -> int:
         return sum(d.capacity_bytes for d in self.eligible_dirs() if d.media == media)
@@ -176,7 +189,7 @@ class Cluster:
     def dir_target(self, d: Dir) -> float:
         if not self.brokers[d.broker_id].eligible:
             return 0.0
-        return self.util_target.get(d.media, 0.0) * d.capacity_bytes
+        return self.util_target.get(self.group(d), 0.0) * d.capacity_bytes
 
     def utilization(self, d: Dir, extra: int = 0) -> float:
         return (d.size_bytes + extra) / d.capacity_bytes if d.capacity_bytes else math.inf

@@ -1,7 +1,8 @@
 """Even disk utilization, as a fraction of capacity, per media class.
 
 Target of a dir: its media class's bytes over the class's eligible capacity,
-times its capacity. Dirs above target x (1 + tolerance/2) shed their largest
+times its capacity (per rack when every partition has a replica in every
+rack: a rack's bytes are then fixed). Dirs above target x (1 + tolerance/2) shed their largest
 replicas that fit in the excess (fewest moves, no overshoot) to the least
 utilized dirs of the same class, which are filled up to the same level: a
 move between dirs of one broker is tried first (no network). When every dir
@@ -28,16 +29,24 @@ def band(cluster: Cluster, d: Dir) -> tuple[float, float]:
     return target * (1 - tolerance), target * (1 + tolerance)
 
 
-def excess_above_fill(cluster: Cluster, media: str) -> dict[int, int]:
-    return {d.dir_id: int(d.size_bytes - fill_level(cluster, d)) for d in cluster.eligible_dirs()
-            if d.media == media and d.size_bytes > fill_level(cluster, d) + 1}
+def in_group(cluster: Cluster, group) -> list[Dir]:
+    """The eligible dirs of a group (a media class, or "ssd" for short, or a
+    (rack, media) pair when racks are pinned)."""
+    if isinstance(group, str):
+        return [d for d in cluster.eligible_dirs() if d.media == group]
+    return [d for d in cluster.eligible_dirs() if cluster.group(d) == group]
 
 
-def pull_excess(cluster: Cluster, media: str) -> dict[int, int]:
+def excess_above_fill(cluster: Cluster, group) -> dict[int, int]:
+    return {d.dir_id: int(d.size_bytes - fill_level(cluster, d)) for d in in_group(cluster, group)
+            if d.size_bytes > fill_level(cluster, d) + 1}
+
+
+def pull_excess(cluster: Cluster, group) -> dict[int, int]:
     """What dirs above target give so that dirs below target x (1 - tolerance/2)
     reach their target, in proportion to what they hold above it."""
     half = cluster.options.disk_tolerance / 2
-    dirs = [d for d in cluster.eligible_dirs() if d.media == media]
+    dirs = in_group(cluster, group)
     lacking = sum(cluster.dir_target(d) - d.size_bytes for d in dirs
                   if d.size_bytes < cluster.dir_target(d) * (1 - half))
     above = {d.dir_id: d.size_bytes - cluster.dir_target(d) for d in dirs
@@ -49,11 +58,10 @@ def pull_excess(cluster: Cluster, media: str) -> dict[int, int]:
     return {i: int(v * share) for i, v in above.items() if int(v * share) > 0}
 
 
-def largest_room(cluster: Cluster, media: str, pull: bool) -> int:
-    """The most bytes one dir of `media` can take before its limit."""
+def largest_room(cluster: Cluster, group, pull: bool) -> int:
+    """The most bytes one dir of the group can take before its limit."""
     limit = cluster.dir_target if pull else (lambda d: fill_level(cluster, d))
-    return max((int(limit(d) - d.size_bytes) for d in cluster.eligible_dirs() if d.media == media),
-               default=0)
+    return max((int(limit(d) - d.size_bytes) for d in in_group(cluster, group)), default=0)
 
 
 class Disk(Goal):
@@ -63,12 +71,12 @@ class Disk(Goal):
         """Per media class: drain the dirs above their fill level, or, when
         none is, pull from above target into the dirs far below it."""
         excess, largest, self.pulling = {}, {}, set()
-        for media in sorted({d.media for d in cluster.eligible_dirs()}):
-            found = excess_above_fill(cluster, media)
+        for group in sorted({cluster.group(d) for d in cluster.eligible_dirs()}, key=str):
+            found = excess_above_fill(cluster, group)
             if not found:
-                found = pull_excess(cluster, media)
-                self.pulling.add(media)
-            room = largest_room(cluster, media, media in self.pulling)
+                found = pull_excess(cluster, group)
+                self.pulling.add(group)
+            room = largest_room(cluster, group, group in self.pulling)
             excess.update(found)
             largest.update({i: room for i in found})
         if not excess:
@@ -81,7 +89,7 @@ class Disk(Goal):
 
     def choose(self, cluster, rep, selection, accept):
         media = cluster.dirs[rep.dir_id].media
-        pull = media in self.pulling
+        pull = cluster.group(cluster.dirs[rep.dir_id]) in self.pulling
 
         def room(to_dir):
             d = cluster.dirs[to_dir]

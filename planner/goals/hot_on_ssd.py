@@ -53,17 +53,25 @@ class HotOnSsd(Goal):
     name = "hot_on_ssd"
 
     def prepare(self, cluster: Cluster) -> None:
-        """Fix the bytes each media class should hold (the disk goal's targets)."""
-        ssd_capacity, hdd_capacity = cluster.media_capacity("ssd"), cluster.media_capacity("hdd")
-        self.active = ssd_capacity > 0 and hdd_capacity > 0
+        """Fix the bytes each media class should hold, per group of racks
+        (the disk goal's targets)."""
+        self.active = bool(cluster.media_capacity("ssd") and cluster.media_capacity("hdd"))
         if not self.active:
             return
-        hot = sum(d.hot_bytes for d in cluster.dirs.values())
-        total = cluster.media_size("ssd") + cluster.media_size("hdd")
-        ssd = ssd_volume_bytes(hot, cluster.media_size("ssd"),
-                               int(ssd_capacity * cluster.options.capacity_threshold))
-        cluster.util_target["ssd"] = ssd / ssd_capacity
-        cluster.util_target["hdd"] = (total - ssd) / hdd_capacity
+        threshold = cluster.options.capacity_threshold
+        for rack in sorted({cluster.group(d)[0] for d in cluster.dirs.values()}, key=str):
+            dirs = [d for d in cluster.dirs.values() if cluster.group(d)[0] == rack]
+            eligible = [d for d in dirs if cluster.brokers[d.broker_id].eligible]
+            ssd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "ssd")
+            hdd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "hdd")
+            if not ssd_capacity or not hdd_capacity:
+                continue
+            total = sum(d.size_bytes for d in dirs)
+            ssd = ssd_volume_bytes(sum(d.hot_bytes for d in dirs),
+                                   sum(d.size_bytes for d in dirs if d.media == "ssd"),
+                                   int(ssd_capacity * threshold))
+            cluster.util_target[(rack, "ssd")] = ssd / ssd_capacity
+            cluster.util_target[(rack, "hdd")] = (total - ssd) / hdd_capacity
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         if not self.active:

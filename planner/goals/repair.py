@@ -29,13 +29,14 @@ class PartitionTotals:
     replica_bytes_in: int          # sum of bytes in x RF
     bytes_out: int
     per_rack_bytes: int            # sum of sizes of partitions with RF >= racks
+    min_rf: int = 0
 
 
 def infeasible(cluster: Cluster, totals: PartitionTotals) -> list[str]:
     """The hard constraints no assignment can meet, each with why."""
     opts, problems = cluster.options, []
     eligible = cluster.eligible_brokers()
-    unknown = sorted(set(opts.exclude_brokers) | set(opts.add_brokers) - set(cluster.brokers))
+    unknown = sorted((set(opts.exclude_brokers) | set(opts.add_brokers)) - set(cluster.brokers))
     if unknown:
         problems.append(f"brokers: {unknown} are not in the snapshot")
     if totals.max_rf > len(eligible):

@@ -13,14 +13,14 @@ from kafkactl.planner.options import PlannerOptions
 
 def test_targets_are_per_media_class_over_eligible_capacity():
     c = cluster(sizes={0: 300, 2: 300, 4: 300, 1: 1000, 3: 1000, 5: 1000})
-    assert c.util_target == {"ssd": 0.3, "hdd": 0.5}
+    assert c.util_target == {(None, "ssd"): 0.3, (None, "hdd"): 0.5}
     assert c.dir_target(c.dirs[0]) == 300 and c.dir_target(c.dirs[1]) == 1000
 
 
 def test_excluded_brokers_have_no_target():
     c = cluster(sizes={0: 300, 2: 300}, excluded=(3,))
     assert c.dir_target(c.dirs[4]) == 0.0
-    assert c.util_target["ssd"] == 0.3               # 600 over the two brokers that stay
+    assert c.util_target[(None, "ssd")] == 0.3               # 600 over the two brokers that stay
 
 
 def test_fill_level_and_band_follow_the_tolerance():
@@ -49,3 +49,12 @@ def test_a_lower_goal_keeps_both_dirs_in_the_band():
     assert goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=30), 5)
     assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=40), 5)
     assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=10), 4)  # media
+
+
+def test_targets_are_per_rack_when_every_rack_holds_every_partition():
+    # racks a, a, b: with RF 2, rack b (one broker) holds a replica of everything
+    c = cluster(sizes={1: 1000, 3: 0, 5: 1000}, racks=("a", "a", "b"))
+    c.pin_racks(min_rf=2)
+    assert c.dir_target(c.dirs[1]) == 500 and c.dir_target(c.dirs[5]) == 1000
+    c.pin_racks(min_rf=1)
+    assert c.dir_target(c.dirs[5]) == 2000 / 3

@@ -43,7 +43,7 @@ def test_evictions_make_room_for_the_hot_bytes_of_the_same_broker():
     c.dirs[1].hot_bytes = 300
     goal = HotOnSsd()
     goal.prepare(c)
-    assert c.util_target["ssd"] == 0.5               # 1500 of 3000, kept
+    assert c.util_target[(None, "ssd")] == 0.5               # 1500 of 3000, kept
     evict = goal._evictions(c)
     # fill level 525 (0.5 x 1000 x 1.025): 700 + 300 - 525 = 475, at most the 300 coming in
     assert evict == {0: 300}
