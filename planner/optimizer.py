@@ -84,9 +84,10 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
         if isinstance(goal, Repair):
             left = violations(model.cluster, model.rack_violations())
             if left:
+                why = ("max_moves / max_bytes_moved reached" if model.budget_hit
+                       else f"no placement found in {rounds} rounds")
                 model.release()
-                return OptimizerResult(snapshot.partitions, [
-                    f"{v} (not repaired after {rounds} rounds)" for v in left], rounds)
+                return OptimizerResult(snapshot.partitions, [f"{v} ({why})" for v in left], rounds)
     return OptimizerResult(model.assignment(), [], rounds)
 
 
