@@ -177,6 +177,13 @@ def report(r: dict) -> str:
 
 
 def main(argv=None) -> None:
+    import logging
+    import os
+
+    # Python workers (Kafka's assignment in a pandas UDF) run this interpreter
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("kafkactl.planner.optimizer").setLevel(logging.INFO)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000:12,100000:100,333334:200",
                         help="partitions:brokers, comma separated")

@@ -16,8 +16,14 @@ from .base import NETWORK_TOLERANCE, Broker, Cluster, Goal, Replica, Selection, 
 
 
 def in_target(cluster: Cluster, b: Broker) -> float:
-    total = sum(x.bytes_in for x in cluster.brokers.values())
-    return cluster.share_target(total, lambda x: x.in_capacity, b)
+    """A share of the inbound in proportion to capacity; within the rack when
+    racks are pinned (each rack then carries every partition's inbound once)."""
+    if not b.eligible:
+        return 0.0
+    peers = [x for x in cluster.brokers.values()
+             if not cluster.racks_pinned or x.rack == b.rack]
+    capacity = sum(x.in_capacity for x in peers if x.eligible)
+    return sum(x.bytes_in for x in peers) * b.in_capacity / capacity if capacity else 0.0
 
 
 def out_target(cluster: Cluster, b: Broker) -> float:
