@@ -24,3 +24,19 @@ def test_balanced_counts_need_nothing():
 
 def test_network_excess_is_above_target_times_tolerance():
     assert excess({1: 120, 2: 100}, {1: 100.0, 2: 100.0}, 0.05) == {1: 15}
+
+
+def test_inbound_targets_are_per_rack_when_racks_are_pinned():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from goal_fixtures import cluster
+
+    from kafkactl.planner.goals.network import in_target
+
+    c = cluster(racks=("a", "a", "b"))
+    for b, load in ((1, 300), (2, 100), (3, 400)):
+        c.brokers[b].bytes_in = load
+    assert in_target(c, c.brokers[1]) == 800 / 3
+    c.pin_racks(min_rf=2)
+    assert (in_target(c, c.brokers[1]), in_target(c, c.brokers[3])) == (200, 400)
