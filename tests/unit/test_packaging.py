@@ -22,3 +22,8 @@ def test_every_package_is_listed():
             found.add(".".join([name, *relative.parts]))
     assert found - listed == set(), "add these to [tool.setuptools].packages"
     assert listed - found == set(), "these listed packages do not exist"
+
+
+def test_planner_goals_ship_in_the_wheel():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "kafkactl.planner.goals" in project["tool"]["setuptools"]["packages"]

@@ -41,3 +41,11 @@ def stand_in():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def read_snapshot(spark):
+    """directory -> the validated Snapshot (planner/snapshot.py's reader)."""
+    from kafkactl.planner.snapshot import read_snapshot as read
+
+    return lambda directory: read(spark, directory)

@@ -1,0 +1,109 @@
+"""Even replica and leader counts per broker.
+
+Limit: ceil(mean x (1 + COUNT_TOLERANCE)) over the eligible brokers. Leader
+counts are evened by choosing which replica leads (no bytes move), taking the
+partitions with the least outbound first; replica counts by moving the
+smallest replicas (fewest bytes for one count) to the brokers with the fewest,
+within the disk and network goals' tolerance. Brokers far under the mean
+(e.g. added ones) pull from those above it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .base import COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, queues_by_media
+
+
+def count_limit(mean: float) -> int:
+    return math.ceil(mean * (1 + COUNT_TOLERANCE))
+
+
+def count_excess(counts: dict[int, int]) -> dict[int, int]:
+    """Per broker, the count above the limit; if none is above but some are
+    far under the mean, what those above the mean give up to fill them."""
+    if not counts:
+        return {}
+    mean = sum(counts.values()) / len(counts)
+    limit = count_limit(mean)
+    over = {b: c - limit for b, c in counts.items() if c > limit}
+    if over:
+        return over
+    low = math.floor(mean * (1 - COUNT_TOLERANCE))
+    lacking = sum(math.floor(mean) - c for c in counts.values() if c < low)
+    above = {b: c - math.ceil(mean) for b, c in counts.items() if c > math.ceil(mean)}
+    total = sum(above.values())
+    if lacking <= 0 or total <= 0:
+        return {}
+    share = min(1.0, lacking / total)
+    return {b: math.ceil(v * share) for b, v in above.items()}
+
+
+class Counts(Goal):
+    name = "counts"
+
+    def _means(self, cluster: Cluster) -> tuple[float, float]:
+        brokers = cluster.eligible_brokers()
+        replicas = sum(b.replicas for b in cluster.brokers.values())
+        leaders = sum(b.leaders for b in cluster.brokers.values())
+        return replicas / len(brokers), leaders / len(brokers)
+
+    def prepare(self, cluster: Cluster) -> None:
+        replicas, leaders = self._means(cluster)
+        self.replica_limit, self.leader_limit = count_limit(replicas), count_limit(leaders)
+        self.replica_mean, self.leader_mean = replicas, leaders
+
+    def selections(self, cluster: Cluster) -> list[Selection]:
+        brokers = cluster.eligible_brokers()
+        leaders = count_excess({b.broker_id: b.leaders for b in brokers})
+        replicas = count_excess({b.broker_id: b.replicas for b in brokers})
+        selections = []
+        if leaders:
+            selections.append(Selection("counts:leaders", "broker_id", leaders, "one",
+                                        ("bytes_out ASC",), where="replica_index = 0",
+                                        leaders_only=True))
+        if replicas:
+            selections.append(Selection("counts:replicas", "broker_id", replicas, "one",
+                                        ("size_bytes ASC",)))
+        return selections
+
+    def start_round(self, cluster: Cluster) -> None:
+        def key(d):
+            return (cluster.brokers[d.broker_id].replicas, cluster.utilization(d), d.dir_id)
+        self.queues = queues_by_media(cluster, key)
+
+    def choose(self, cluster, rep, selection, accept):
+        media = cluster.dirs[rep.dir_id].media
+        source = cluster.brokers[rep.broker_id].replicas
+
+        def room(to_dir):
+            b = cluster.brokers[cluster.dirs[to_dir].broker_id]
+            # strictly fewer after the move than the source had: the spread narrows
+            return (b.broker_id != rep.broker_id and b.replicas + 1 < source
+                    and b.replicas + 1 <= self.replica_limit and accept(to_dir))
+
+        return self.queues[media].pick(room)
+
+    def choose_leader(self, cluster, rep, selection, accept):
+        source = cluster.brokers[rep.brokers[0]].leaders
+        best = None
+        for index in range(1, len(rep.brokers)):
+            b = cluster.brokers[rep.brokers[index]]
+            if (not b.eligible or b.leaders + 1 >= source or b.leaders + 1 > self.leader_limit
+                    or not accept(index)):
+                continue
+            rank = (b.leaders, b.broker_id)
+            if best is None or rank < best[0]:
+                best = (rank, index)
+        return None if best is None else best[1]
+
+    def landed(self, cluster, broker_ids):
+        for queue in self.queues.values():
+            queue.touch(broker_ids)
+
+    def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
+        b = cluster.brokers[cluster.dirs[to_dir].broker_id]
+        return b.broker_id == rep.broker_id or b.replicas + 1 <= self.replica_limit
+
+    def guard_leader(self, cluster: Cluster, rep: Replica, new_index: int) -> bool:
+        return cluster.brokers[rep.brokers[new_index]].leaders + 1 <= self.leader_limit

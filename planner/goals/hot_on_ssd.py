@@ -1,0 +1,136 @@
+"""Hot data on SSD.
+
+Heat of a partition: (bytes in + bytes out per second) / bytes stored. The
+hot set is the hottest partitions, hottest first, while their replicas fill
+at most HOT_BUDGET_SHARE of what the SSD dirs may hold (capacity x
+capacity_threshold); the optimizer marks it once, as a Spark job.
+
+Every replica of a hot partition should sit on an SSD dir. The SSD class
+keeps its current volume (unless the hot set alone is larger), so each hot
+byte moved onto an SSD pushes the coldest non-hot bytes off it: per broker,
+hot replicas go from its HDD dirs to its own SSD dir, and the SSD's coldest
+replicas go to its HDD dirs - moves inside one broker, no network, nothing
+changes at broker level. Only when a broker's SSD cannot take them do hot
+replicas cross to another broker's SSD.
+"""
+
+from __future__ import annotations
+
+from .base import (HOT_BUDGET_SHARE, Cluster, Goal, Replica, Selection, queues_by_media,
+                   same_broker_first)
+from .disk import fill_level
+
+
+def heat(size_bytes: int, bytes_in_per_s: float, bytes_out_per_s: float) -> float:
+    """Bytes per second per byte stored (an empty partition counts as one byte)."""
+    return (bytes_in_per_s + bytes_out_per_s) / max(size_bytes, 1)
+
+
+def hot_budget_bytes(ssd_capacity_bytes: int, capacity_threshold: float) -> int:
+    return int(ssd_capacity_bytes * capacity_threshold * HOT_BUDGET_SHARE)
+
+
+def hot_set(partitions, budget_bytes: int) -> set:
+    """The hot set of (key, size_bytes, replication_factor, heat) tuples,
+    hottest first while the replicas fit the budget; ties by key. (The
+    optimizer computes the same with a Spark window.)"""
+    chosen, used = set(), 0
+    for key, size, rf, h in sorted(partitions, key=lambda p: (-p[3], p[0])):
+        used += size * rf
+        if used > budget_bytes:
+            break
+        chosen.add(key)
+    return chosen
+
+
+def ssd_volume_bytes(hot_bytes: int, ssd_bytes: int, ssd_allowed_bytes: int) -> int:
+    """What the SSD class should hold: what it holds now (no needless moves
+    between classes), at least the hot set, at most what it may hold."""
+    return max(hot_bytes, min(ssd_bytes, ssd_allowed_bytes))
+
+
+class HotOnSsd(Goal):
+    name = "hot_on_ssd"
+
+    def prepare(self, cluster: Cluster) -> None:
+        """Fix the bytes each media class should hold, per group of racks
+        (the disk goal's targets)."""
+        self.active = bool(cluster.media_capacity("ssd") and cluster.media_capacity("hdd"))
+        if not self.active:
+            return
+        threshold = cluster.options.capacity_threshold
+        for rack in sorted({cluster.group(d)[0] for d in cluster.dirs.values()}, key=str):
+            dirs = [d for d in cluster.dirs.values() if cluster.group(d)[0] == rack]
+            eligible = [d for d in dirs if cluster.brokers[d.broker_id].eligible]
+            ssd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "ssd")
+            hdd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "hdd")
+            if not ssd_capacity or not hdd_capacity:
+                continue
+            total = sum(d.size_bytes for d in dirs)
+            ssd = ssd_volume_bytes(sum(d.hot_bytes for d in dirs),
+                                   sum(d.size_bytes for d in dirs if d.media == "ssd"),
+                                   int(ssd_capacity * threshold))
+            cluster.util_target[(rack, "ssd")] = ssd / ssd_capacity
+            cluster.util_target[(rack, "hdd")] = (total - ssd) / hdd_capacity
+
+    def selections(self, cluster: Cluster) -> list[Selection]:
+        if not self.active:
+            return []
+        hot_in = {d.dir_id: d.hot_bytes for d in cluster.eligible_dirs()
+                  if d.media == "hdd" and d.hot_bytes > 0}
+        if not hot_in:
+            return []
+        evict = self._evictions(cluster)
+        selections = [Selection("hot_on_ssd:evict", "dir_id", evict, "size_bytes",
+                                ("heat ASC", "size_bytes DESC"), where="media = 'ssd' AND NOT hot",
+                                fit=False)] if evict else []
+        return selections + [Selection("hot_on_ssd", "dir_id", hot_in, "size_bytes",
+                                       ("heat DESC",), where="media = 'hdd' AND hot", fit=False)]
+
+    def _evictions(self, cluster: Cluster) -> dict[int, int]:
+        """Per SSD dir, the cold bytes to push off so that the hot bytes on
+        its broker's HDD dirs fit under its fill level."""
+        evict = {}
+        for b in cluster.eligible_brokers():
+            dirs = [cluster.dirs[i] for i in b.dir_ids]
+            ssd = [d for d in dirs if d.media == "ssd"]
+            inflow = sum(d.hot_bytes for d in dirs if d.media == "hdd")
+            capacity = sum(d.capacity_bytes for d in ssd)
+            for d in ssd:
+                share = inflow * d.capacity_bytes / capacity
+                over = int(min(share, d.size_bytes + share - fill_level(cluster, d)))
+                if over > 0:
+                    evict[d.dir_id] = over
+        return evict
+
+    def start_round(self, cluster: Cluster) -> None:
+        self.queues = queues_by_media(cluster, lambda d: (cluster.utilization(d), d.dir_id))
+
+    def choose(self, cluster, rep, selection, accept):
+        evicting = selection.name == "hot_on_ssd:evict"
+        media = "hdd" if evicting else "ssd"
+
+        def room(to_dir):
+            # an HDD dir taking cold bytes is about to give its hot ones away
+            d = cluster.dirs[to_dir]
+            limit = fill_level(cluster, d) + (d.hot_bytes if evicting else 0)
+            return d.size_bytes + rep.size_bytes <= limit and accept(to_dir)
+
+        for fits in (room, accept):           # balanced if possible, placed anyway
+            local = same_broker_first(cluster, rep, media, fits)
+            if local is not None:
+                return local
+            chosen = self.queues[media].pick(fits) if media in self.queues else None
+            if chosen is not None:
+                return chosen
+        return None
+
+    def landed(self, cluster, broker_ids):
+        for queue in self.queues.values():
+            queue.touch(broker_ids)
+
+    def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
+        """A hot replica never leaves SSD (cold ones may use SSD room the
+        hot set does not need)."""
+        src, dst = cluster.dirs[rep.dir_id].media, cluster.dirs[to_dir].media
+        return not (rep.hot and src == "ssd" and dst != "ssd")

@@ -1,0 +1,73 @@
+"""Each topic spread over the brokers.
+
+A topic's share per broker: ceil(its replicas / eligible brokers). Where a
+broker holds more of a topic, its smallest surplus replicas (fewest bytes)
+move to brokers under their share of that topic, within the tolerance of
+every goal before this one. The per (topic, broker) counts stay in Spark:
+each candidate row carries the brokers already at their share of its topic.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media
+
+
+def topic_share(topic_replicas: int, brokers: int) -> int:
+    return math.ceil(topic_replicas / brokers) if brokers else 0
+
+
+def enrich(replicas, eligible_brokers: int):
+    """Add `topic_surplus` (this replica is beyond its broker's share of the
+    topic) and `full_brokers` (brokers at their share of the topic)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_topic = Window.partitionBy("topic")
+    by_holder = Window.partitionBy("topic", "broker_id")
+    ranked = (replicas
+              .withColumn("share", F.ceil(F.count(F.lit(1)).over(by_topic) / F.lit(eligible_brokers)))
+              .withColumn("held", F.count(F.lit(1)).over(by_holder))
+              .withColumn("held_rank", F.row_number().over(
+                  by_holder.orderBy(F.col("size_bytes").desc(), "partition", "replica_index"))))
+    full = (ranked.where("eligible AND held >= share").groupBy("topic")
+            .agg(F.array_sort(F.collect_set("broker_id")).alias("full_brokers")))
+    return (ranked.join(full, "topic", "left")
+            .withColumn("topic_surplus", F.col("eligible") & (F.col("held_rank") > F.col("share"))))
+
+
+class TopicSpread(Goal):
+    name = "topic_spread"
+
+    def selections(self, cluster: Cluster) -> list[Selection]:
+        count = len(cluster.eligible_brokers())
+        return [Selection("topic_spread", "broker_id",
+                          {b.broker_id: NO_LIMIT for b in cluster.eligible_brokers()}, "one",
+                          ("size_bytes ASC",), where="topic_surplus", fit=False,
+                          enrich=lambda replicas: enrich(replicas, count))]
+
+    def start_round(self, cluster: Cluster) -> None:
+        def key(d):
+            return (cluster.brokers[d.broker_id].replicas, cluster.utilization(d), d.dir_id)
+        self.queues = queues_by_media(cluster, key)
+        self.added: set[tuple[str, int]] = set()
+
+    def choose(self, cluster, rep, selection, accept):
+        media = cluster.dirs[rep.dir_id].media
+
+        def room(to_dir):
+            b = cluster.dirs[to_dir].broker_id
+            return (b != rep.broker_id and b not in rep.full_brokers
+                    and (rep.topic, b) not in self.added and accept(to_dir))
+
+        chosen = self.queues[media].pick(room)
+        if chosen is not None:
+            # one arrival per topic and broker per round: counts of brokers
+            # under their share are not known here, one more keeps them within
+            self.added.add((rep.topic, cluster.dirs[chosen].broker_id))
+        return chosen
+
+    def landed(self, cluster, broker_ids):
+        for queue in self.queues.values():
+            queue.touch(broker_ids)

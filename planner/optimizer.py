@@ -1,0 +1,410 @@
+"""From the current assignment to the proposed one, as Spark jobs.
+
+The state is one DataFrame, a row per partition with its replicas and their
+log dirs (as dense dir ids), checkpointed after every round. The driver holds
+the per-dir and per-broker aggregates (goals/base.py) and, each round, a
+bounded batch of candidate replicas:
+
+1. a goal says which sources (dirs or brokers) carry too much and by how much;
+2. a Spark job explodes the partitions into replicas, keeps those on these
+   sources that the goal wants to move (window by source, ordered by the
+   goal's preference, cumulative weight up to twice the excess: a spare for
+   candidates the driver refuses), and collects at most BATCH of them,
+   interleaved across sources;
+3. the driver places each candidate on the best destination that meets every
+   hard constraint and keeps every higher-priority goal within its tolerance,
+   updating the aggregates as it goes; at most one change per partition per
+   round;
+4. a Spark job applies the moves and leader changes (broadcast join) and the
+   result is checkpointed, which cuts the lineage.
+
+Rounds repeat per goal until the goal is met, nothing moves, or a bound
+(MAX_ROUNDS_PER_GOAL, max_moves, max_bytes_moved) stops it; a bound that
+stops a goal is logged. Every order is total (ties broken by topic,
+partition, replica index, dir id, broker id) and loads are summed as integers,
+so the same input and options give the same plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .goals import SOFT_GOALS, Repair
+from .goals.base import Broker, Cluster, Dir, Replica
+from .goals.hot_on_ssd import HotOnSsd, hot_budget_bytes
+from .goals.repair import PartitionTotals, infeasible, violations
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .options import PlannerOptions
+    from .snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS_PER_GOAL = 6
+REPAIR_ROUNDS = 12
+BATCH = 20_000                 # candidates collected per selection and round
+
+
+@dataclass
+class OptimizerResult:
+    """What the optimizer returns (the pipeline's Proposal has the same fields).
+
+    assignment: the columns of `partitions`, replicas[0] the leader;
+    unsatisfied: hard constraints that cannot be met (then assignment is the
+    current one and no plan should be written); rounds: optimization rounds run.
+    """
+    assignment: "DataFrame"
+    unsatisfied: list[str]
+    rounds: int
+
+
+def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptions") -> OptimizerResult:
+    unknown = [g for g in options.goals if g not in SOFT_GOALS]
+    if unknown:
+        raise ValueError(f"unknown goals {unknown}; known: {sorted(SOFT_GOALS)}")
+    model = _Model(spark, snapshot, options)
+    totals = model.totals()
+    model.cluster.pin_racks(totals.min_rf)
+    problems = infeasible(model.cluster, totals)
+    if problems:
+        model.release()
+        return OptimizerResult(snapshot.partitions, problems, 0)
+    goals = [Repair()] + [SOFT_GOALS[name]() for name in options.goals]
+    for goal in goals:
+        if isinstance(goal, HotOnSsd):
+            goal.prepare(model.cluster)   # the media classes' targets, which repair places by
+    rounds = 0
+    for position, goal in enumerate(goals):
+        rounds += model.run_goal(goal, goals[1:position])
+        if isinstance(goal, Repair):
+            left = violations(model.cluster, model.rack_violations())
+            if left:
+                why = ("max_moves / max_bytes_moved reached" if model.budget_hit
+                       else f"no placement found in {rounds} rounds")
+                model.release()
+                return OptimizerResult(snapshot.partitions, [f"{v} ({why})" for v in left], rounds)
+    return OptimizerResult(model.assignment(), [], rounds)
+
+
+class _Model:
+    """The partitions DataFrame, the driver's aggregates, and the Spark jobs."""
+
+    def __init__(self, spark, snapshot, options):
+        from pyspark.sql import functions as F
+
+        self.spark, self.options = spark, options
+        self.excluded = sorted(set(options.exclude_brokers))
+        self.budget_hit = False
+        dir_rows = snapshot.log_dirs.select("broker_id", "path", "media", "capacity_bytes") \
+            .orderBy("broker_id", "path").collect()
+        broker_rows = snapshot.brokers.orderBy("broker_id").collect()
+        self.paths = [r.path for r in dir_rows]
+        self.media = [r.media for r in dir_rows]
+        self.racks = {r.broker_id: r.rack for r in broker_rows}
+        dirs = [Dir(i, r.broker_id, r.path, r.media, r.capacity_bytes) for i, r in enumerate(dir_rows)]
+        brokers = [Broker(r.broker_id, r.rack, r.network_in_capacity_bytes_per_s,
+                          r.network_out_capacity_bytes_per_s, r.broker_id not in self.excluded)
+                   for r in broker_rows]
+        self.cluster = Cluster(dirs, brokers, options)
+        self.state = self._initial(snapshot.partitions, F)
+        self._aggregate()
+
+    # ---- building the state ------------------------------------------------
+
+    def _initial(self, partitions, F):
+        keys = []
+        for i, path in enumerate(self.paths):
+            keys += [F.lit(f"{self.cluster.dirs[i].broker_id}/{path}"), F.lit(i)]
+        dir_id = F.create_map(*keys)
+        state = partitions.select(
+            "topic", F.col("partition").cast("int").alias("partition"),
+            F.col("replicas").cast("array<int>").alias("replicas"),
+            F.transform(F.arrays_zip("replicas", "log_dirs"), lambda z: F.element_at(
+                dir_id, F.concat_ws("/", z["replicas"].cast("string"), z["log_dirs"]))).alias("dirs"),
+            F.col("size_bytes").cast("long").alias("size_bytes"),
+            F.round("bytes_in_per_s").cast("long").alias("bytes_in"),
+            F.round("bytes_out_per_s").cast("long").alias("bytes_out"),
+            F.col("bytes_in_per_s").cast("double").alias("bytes_in_per_s"),
+            F.col("bytes_out_per_s").cast("double").alias("bytes_out_per_s"),
+            ((F.col("bytes_in_per_s") + F.col("bytes_out_per_s"))
+             / F.greatest(F.col("size_bytes"), F.lit(1))).alias("heat"))
+        state = state.repartition(self._slices(), "topic", "partition")
+        return state.withColumn("hot", self._hot(state, F)).localCheckpoint()
+
+    def _slices(self) -> int:
+        return max(2, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
+
+    def _hot(self, state, F):
+        """The hot set as a comparison with its coldest member (no join)."""
+        from pyspark.sql import Window
+
+        ssd = sum(d.capacity_bytes for d in self.cluster.eligible_dirs() if d.media == "ssd")
+        budget = hot_budget_bytes(ssd, self.options.capacity_threshold)
+        ranked = Window.orderBy(F.col("heat").desc(), "topic", "partition")
+        last = (state.select("topic", "partition", "heat",
+                             (F.col("size_bytes") * F.size("replicas")).alias("bytes"))
+                .withColumn("cumulative", F.sum("bytes").over(ranked))
+                .where(F.col("cumulative") <= budget)
+                .orderBy(F.col("heat").asc(), F.col("topic").desc(), F.col("partition").desc())
+                .limit(1).collect())
+        if not last:
+            return F.lit(False)
+        h, t, p = last[0].heat, last[0].topic, last[0].partition
+        return ((F.col("heat") > h) | ((F.col("heat") == h) & (
+            (F.col("topic") < t) | ((F.col("topic") == t) & (F.col("partition") <= p)))))
+
+    def replicas(self):
+        """One row per replica, with the flags and columns selections use."""
+        from pyspark.sql import functions as F
+
+        media = F.array(*[F.lit(m) for m in self.media])
+        view = (self.state.select("*", F.posexplode("replicas").alias("replica_index", "broker_id"))
+                .withColumn("dir_id", F.element_at("dirs", F.col("replica_index") + 1))
+                .withColumn("media", F.element_at(media, F.col("dir_id") + 1))
+                .withColumn("eligible", ~F.col("broker_id").isin(self.excluded)
+                            if self.excluded else F.lit(True)))
+        return view.withColumn("rack_violation", self._rack_violation(F))
+
+    def _rack_violation(self, F):
+        """This replica shares a rack with an earlier one of its partition,
+        and the partition spans fewer racks than it could."""
+        count = self.cluster.rack_count
+        if not count:
+            return F.lit(False)
+        keys = []
+        for broker_id, rack in sorted(self.racks.items()):
+            keys += [F.lit(broker_id), F.lit(rack)]
+        racks = F.transform("replicas", lambda b: F.element_at(F.create_map(*keys), b))
+        index = F.col("replica_index")
+        earlier = F.slice(racks, F.lit(1), F.greatest(index, F.lit(1)))
+        return ((index > 0) & F.array_contains(earlier, F.element_at(racks, index + 1))
+                & (F.size(F.array_distinct(racks)) < F.least(F.size(racks), F.lit(count))))
+
+    def _aggregate(self) -> None:
+        """Per-dir sums into the driver's aggregates (the only full pass)."""
+        from pyspark.sql import functions as F
+
+        leader = F.col("replica_index") == 0
+        rows = (self.replicas().groupBy("dir_id").agg(
+            F.sum("size_bytes").alias("size_bytes"),
+            F.sum(F.when(F.col("hot"), F.col("size_bytes")).otherwise(0)).alias("hot_bytes"),
+            F.count(F.lit(1)).alias("replicas"),
+            F.sum("bytes_in").alias("bytes_in"),
+            F.sum(F.when(leader, F.col("bytes_out")).otherwise(0)).alias("bytes_out"),
+            F.sum("bytes_out").alias("potential_out"),
+            F.sum(F.when(leader, 1).otherwise(0)).alias("leaders"))
+            .orderBy("dir_id").collect())
+        for r in rows:
+            if r.dir_id is None:
+                raise ValueError("an assignment names a log dir that is not in log_dirs")
+            d = self.cluster.dirs[r.dir_id]
+            d.size_bytes, d.hot_bytes, d.replicas = r.size_bytes, r.hot_bytes, r.replicas
+            b = self.cluster.brokers[d.broker_id]
+            b.bytes_in += r.bytes_in
+            b.bytes_out += r.bytes_out
+            b.potential_out += r.potential_out
+            b.replicas += r.replicas
+            b.leaders += r.leaders
+        self.cluster.util_target = self.cluster._media_targets()
+
+    def totals(self) -> PartitionTotals:
+        from pyspark.sql import functions as F
+
+        rf = F.size("replicas")
+        racks = self.cluster.rack_count
+        r = self.state.agg(
+            F.count(F.lit(1)).alias("partitions"),
+            F.sum(F.col("size_bytes") * rf).alias("replica_bytes"),
+            F.max(rf).alias("max_rf"), F.min(rf).alias("min_rf"),
+            F.max("size_bytes").alias("max_size_bytes"),
+            F.sum(F.col("bytes_in") * rf).alias("replica_bytes_in"),
+            F.sum("bytes_out").alias("bytes_out"),
+            F.sum(F.when(rf >= F.lit(max(racks, 1)), F.col("size_bytes")).otherwise(0))
+            .alias("per_rack_bytes")).collect()[0]
+        return PartitionTotals(r.partitions, r.replica_bytes or 0, r.max_rf or 0,
+                               r.max_size_bytes or 0, r.replica_bytes_in or 0, r.bytes_out or 0,
+                               (r.per_rack_bytes or 0) if racks else 0, r.min_rf or 0)
+
+    def rack_violations(self) -> int:
+        if not self.cluster.rack_count:
+            return 0
+        return self.replicas().where("rack_violation").count()
+
+    # ---- rounds -------------------------------------------------------------
+
+    def run_goal(self, goal, higher) -> int:
+        """Rounds of one goal; returns how many ran."""
+        goal.prepare(self.cluster)
+        try:
+            return self._rounds(goal, higher)
+        finally:
+            log.info("after %s: %s", goal.name, self._balance())
+
+    def _balance(self) -> str:
+        """Per media class, the least and most utilized dir over target."""
+        parts = []
+        for media in sorted({d.media for d in self.cluster.dirs.values()}):
+            ratios = [d.size_bytes / t for d in self.cluster.eligible_dirs()
+                      if d.media == media and (t := self.cluster.dir_target(d)) > 0]
+            if ratios:
+                parts.append(f"{media} {min(ratios):.3f}..{max(ratios):.3f} of target")
+        return ", ".join(parts)
+
+    def _rounds(self, goal, higher) -> int:
+        limit = REPAIR_ROUNDS if isinstance(goal, Repair) else MAX_ROUNDS_PER_GOAL
+        for round_number in range(limit):
+            if isinstance(goal, Repair):
+                self.cluster.rack_violations = self.rack_violations()
+            selections = goal.selections(self.cluster)
+            if not selections:
+                return round_number
+            started = time.monotonic()
+            acted = self._round(goal, selections, higher)
+            log.info("goal %s round %d: %s in %.1f s (so far %d moves, %d bytes, %d leader changes)",
+                     goal.name, round_number + 1, acted, time.monotonic() - started,
+                     self.cluster.moves, self.cluster.bytes_moved, self.cluster.leader_changes)
+            if not acted:
+                return round_number + 1
+        log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
+        return limit
+
+    def _round(self, goal, selections, higher) -> dict:
+        cluster = self.cluster
+        goal.start_round(cluster)
+        touched, moves, leads = set(), [], []
+        for selection in selections:
+            remaining = dict(selection.excess)
+            for source, rep in self.select(selection):
+                if rep.key in touched or remaining.get(source, 0) <= 0:
+                    continue
+                if selection.leaders_only:
+                    done = self._lead(goal, selection, rep, higher, leads)
+                else:
+                    done = self._move(goal, selection, rep, higher, moves)
+                if done:
+                    touched.add(rep.key)
+                    remaining[source] -= rep.weight(selection.weight)
+        if moves or leads:
+            self.apply(moves, leads)
+        return {"moves": len(moves), "leader_changes": len(leads)} if moves or leads else {}
+
+    def _move(self, goal, selection, rep: Replica, higher, moves) -> bool:
+        cluster = self.cluster
+        if not cluster.within_budget(rep):
+            if not self.budget_hit:
+                log.warning("max_moves / max_bytes_moved reached: later moves are left out")
+            self.budget_hit = True
+            return False
+
+        def accept(to_dir):
+            return cluster.hard_ok(rep, to_dir) and all(g.guard(cluster, rep, to_dir) for g in higher)
+
+        to_dir = goal.choose(cluster, rep, selection, accept)
+        if to_dir is None:
+            return False
+        moves.append(cluster.apply_move(rep, to_dir))
+        goal.landed(cluster, {rep.broker_id, cluster.dirs[to_dir].broker_id})
+        return True
+
+    def _lead(self, goal, selection, rep: Replica, higher, leads) -> bool:
+        cluster = self.cluster
+
+        def accept(index):
+            return cluster.leader_ok(rep, index) and all(
+                g.guard_leader(cluster, rep, index) for g in higher)
+
+        index = goal.choose_leader(cluster, rep, selection, accept)
+        if index is None:
+            return False
+        leads.append(cluster.apply_leader(rep, index))
+        return True
+
+    def select(self, selection) -> list[tuple[int, Replica]]:
+        """The candidates of a selection: a window per source, interleaved."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        view = self.replicas()
+        if selection.enrich is not None:
+            view = selection.enrich(view)
+        else:
+            view = view.withColumn("full_brokers", F.lit(None).cast("array<int>"))
+        largest = selection.largest or {}
+        sources = self.spark.createDataFrame(
+            [(k, v, largest.get(k, v)) for k, v in sorted(selection.excess.items())],
+            "source int, excess long, largest long")
+        weight = F.lit(1).cast("long") if selection.weight == "one" else F.col(selection.weight)
+        rows = view.where(selection.where).join(
+            F.broadcast(sources), F.col(selection.key) == F.col("source")).where(weight > 0)
+        if selection.fit:
+            rows = rows.where(weight <= F.col("excess"))
+        rows = rows.where(weight <= F.col("largest"))
+        order = [_sort_key(F, o) for o in selection.order] + ["topic", "partition", "replica_index"]
+        by_source = Window.partitionBy("source").orderBy(*order)
+        rows = (rows.withColumn("cumulative", F.sum(weight).over(by_source))
+                .withColumn("rank", F.row_number().over(by_source))
+                .where(F.col("cumulative") - weight < F.col("excess") * 2)
+                .orderBy("rank", "source").limit(BATCH)
+                .select("source", "topic", "partition", "replica_index", "size_bytes", "bytes_in",
+                        "bytes_out", "hot", "replicas", "dirs", "full_brokers"))
+        return [(r.source, Replica(r.topic, r.partition, r.replica_index, r.size_bytes, r.bytes_in,
+                                   r.bytes_out, r.hot, tuple(r.replicas), tuple(r.dirs),
+                                   tuple(r.full_brokers or ())))
+                for r in rows.collect()]
+
+    def apply(self, moves, leads) -> None:
+        """Moves and leader changes into the state, then cut the lineage."""
+        from pyspark.sql import functions as F
+
+        actions = ([(m.topic, m.partition, "move", m.replica_index, m.to_broker, m.to_dir)
+                    for m in moves]
+                   + [(c.topic, c.partition, "lead", c.new_index, None, None) for c in leads])
+        frame = self.spark.createDataFrame(
+            actions, "topic string, partition int, kind string, act_index int, "
+                     "to_broker int, to_dir int")
+        joined = self.state.join(F.broadcast(frame), ["topic", "partition"], "left")
+        index = F.col("act_index")
+
+        def changed(column, new_value):
+            moved = F.transform(column, lambda x, i: F.when(i == index, new_value).otherwise(x))
+            led = F.concat(F.array(F.element_at(column, index + 1)),
+                           F.filter(column, lambda x, i: i != index))
+            return (F.when(F.col("kind") == "move", moved).when(F.col("kind") == "lead", led)
+                    .otherwise(F.col(column)).alias(column))
+
+        columns = [changed("replicas", F.col("to_broker")) if c == "replicas"
+                   else changed("dirs", F.col("to_dir")) if c == "dirs" else c
+                   for c in self.state.columns]
+        previous = self.state
+        self.state = joined.select(*columns).localCheckpoint()
+        previous.unpersist()
+
+    # ---- the result -----------------------------------------------------------
+
+    def assignment(self):
+        from pyspark.sql import functions as F
+
+        paths = F.array(*[F.lit(p) for p in self.paths])
+        return self.state.select(
+            "topic", "partition", "replicas",
+            F.element_at("replicas", 1).alias("leader"),
+            F.transform("dirs", lambda d: F.element_at(paths, d + 1)).alias("log_dirs"),
+            "size_bytes", "bytes_in_per_s", "bytes_out_per_s")
+
+    def release(self) -> None:
+        self.state.unpersist()
+
+
+def _sort_key(F, text: str):
+    """'expr DESC' / 'expr ASC' to a sort column."""
+    expression, _, direction = text.rpartition(" ")
+    if direction.upper() == "DESC":
+        return F.expr(expression).desc()
+    if direction.upper() == "ASC":
+        return F.expr(expression).asc()
+    return F.expr(text).asc()

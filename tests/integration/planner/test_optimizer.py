@@ -1,0 +1,88 @@
+"""The optimizer on small generated snapshots with real Spark: every plan
+meets every hard constraint, balance improves, hot data lands on SSD, and the
+same input gives the same plan. Runs are shared across assertions (each
+costs a few seconds of Spark jobs per round)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # plan_checks
+
+from plan_checks import violations  # noqa: E402
+
+from kafkactl.planner.generate import generate  # noqa: E402
+from kafkactl.planner.loads import dir_loads, hot_bytes_off_ssd  # noqa: E402
+from kafkactl.planner.optimizer import optimize  # noqa: E402
+from kafkactl.planner.options import PlannerOptions  # noqa: E402
+
+# seed -> (brokers, added brokers, excluded brokers)
+CASES = {11: (6, 1, ()), 12: (9, 0, (2,)), 13: (7, 0, ())}
+GOALS = ("hot_on_ssd", "disk")
+
+
+@pytest.fixture(scope="module")
+def runs(spark, read_snapshot, tmp_path_factory):
+    """seed -> (snapshot, options, result), one optimization each."""
+    done = {}
+    for seed, (brokers, added, excluded) in CASES.items():
+        made = generate(tmp_path_factory.mktemp(f"seed{seed}"), partitions=600, brokers=brokers,
+                        seed=seed, added_brokers=added)
+        snapshot = read_snapshot(made.path)
+        options = PlannerOptions(goals=GOALS, add_brokers=made.added_brokers,
+                                 exclude_brokers=excluded)
+        done[seed] = (snapshot, options, optimize(spark, snapshot, options))
+    return done
+
+
+@pytest.mark.parametrize("seed", sorted(CASES))
+def test_every_plan_meets_every_hard_constraint(runs, seed):
+    snapshot, options, result = runs[seed]
+    assert result.unsatisfied == []
+    assert violations(snapshot, result.assignment, options) == []
+
+
+def rack_media_balance(snapshot, assignment, exclude):
+    """max/mean utilization per (rack, media): with RF 3 over 3 racks every
+    rack holds one replica of each partition, so racks balance separately."""
+    racks = {r.broker_id: r.rack for r in snapshot.brokers.collect()}
+    groups = {}
+    for d in dir_loads(assignment, snapshot.log_dirs):
+        if d.broker_id not in exclude:
+            groups.setdefault((racks[d.broker_id], d.media), []).append(d.size_bytes / d.capacity_bytes)
+    return {g: max(u) / (sum(u) / len(u)) for g, u in groups.items()}
+
+
+@pytest.mark.parametrize("seed", sorted(CASES))
+def test_disk_balance_improves_to_the_tolerance(runs, seed):
+    snapshot, options, result = runs[seed]
+    before = rack_media_balance(snapshot, snapshot.partitions, options.exclude_brokers)
+    after = rack_media_balance(snapshot, result.assignment, options.exclude_brokers)
+    assert max(before.values()) > 1.2
+    for group, value in after.items():
+        assert value <= 1 + options.disk_tolerance, (group, after)
+
+
+@pytest.mark.parametrize("seed", sorted(CASES))
+def test_hot_partitions_land_on_ssd(runs, seed):
+    snapshot, options, result = runs[seed]
+    args = (snapshot.log_dirs, options.capacity_threshold, options.exclude_brokers)
+    assert sum(hot_bytes_off_ssd(snapshot.partitions, *args).values()) > 0
+    assert hot_bytes_off_ssd(result.assignment, *args) == {}
+
+
+def test_excluded_brokers_end_empty_and_added_ones_are_filled(runs):
+    _, _, excluded = runs[12]
+    assert not [r for r in excluded.assignment.collect() if 2 in r.replicas]
+    snapshot, _, added = runs[11]
+    on_new = [r for r in added.assignment.collect() if 7 in r.replicas]
+    assert len(on_new) > 600 * 3 / 7 / 2      # at least half its share of replicas
+
+
+def test_same_input_same_plan(spark, runs):
+    snapshot, options, result = runs[13]
+    again = optimize(spark, snapshot, options)
+    order = ["topic", "partition"]
+    assert again.assignment.orderBy(*order).collect() == result.assignment.orderBy(*order).collect()
+    assert again.rounds == result.rounds

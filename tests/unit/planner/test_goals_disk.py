@@ -1,0 +1,60 @@
+"""Targets, fill levels and excesses of the disk goal (goals/disk.py)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
+
+from goal_fixtures import cluster, replica
+
+from kafkactl.planner.goals.disk import Disk, band, excess_above_fill, fill_level, pull_excess
+from kafkactl.planner.options import PlannerOptions
+
+
+def test_targets_are_per_media_class_over_eligible_capacity():
+    c = cluster(sizes={0: 300, 2: 300, 4: 300, 1: 1000, 3: 1000, 5: 1000})
+    assert c.util_target == {(None, "ssd"): 0.3, (None, "hdd"): 0.5}
+    assert c.dir_target(c.dirs[0]) == 300 and c.dir_target(c.dirs[1]) == 1000
+
+
+def test_excluded_brokers_have_no_target():
+    c = cluster(sizes={0: 300, 2: 300}, excluded=(3,))
+    assert c.dir_target(c.dirs[4]) == 0.0
+    assert c.util_target[(None, "ssd")] == 0.3               # 600 over the two brokers that stay
+
+
+def test_fill_level_and_band_follow_the_tolerance():
+    c = cluster(sizes={1: 1000, 3: 1000, 5: 1000}, options=PlannerOptions(disk_tolerance=0.10))
+    d = c.dirs[1]
+    assert fill_level(c, d) == 1050
+    assert band(c, d) == (925, 1075)
+
+
+def test_excess_is_what_lies_above_the_fill_level():
+    c = cluster(sizes={1: 1500, 3: 900, 5: 600})
+    assert excess_above_fill(c, "hdd") == {1: 1500 - 1025}
+
+
+def test_pull_fills_dirs_far_below_target_from_those_above():
+    c = cluster(sizes={1: 1010, 3: 1010, 5: 980})      # all under the fill level 1025
+    assert excess_above_fill(c, "hdd") == {}
+    assert pull_excess(c, "hdd") == {}                  # 980 is within 1000 x (1 - 0.025)
+    c = cluster(sizes={1: 1020, 3: 1020, 5: 960})
+    assert pull_excess(c, "hdd") == {1: 20, 3: 20}
+
+
+def test_a_lower_goal_keeps_both_dirs_in_the_band():
+    c = cluster(sizes={1: 1000, 3: 1000, 5: 1000})
+    goal = Disk()
+    assert goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=30), 5)
+    assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=40), 5)
+    assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=10), 4)  # media
+
+
+def test_targets_are_per_rack_when_every_rack_holds_every_partition():
+    # racks a, a, b: with RF 2, rack b (one broker) holds a replica of everything
+    c = cluster(sizes={1: 1000, 3: 0, 5: 1000}, racks=("a", "a", "b"))
+    c.pin_racks(min_rf=2)
+    assert c.dir_target(c.dirs[1]) == 500 and c.dir_target(c.dirs[5]) == 1000
+    c.pin_racks(min_rf=1)
+    assert c.dir_target(c.dirs[5]) == 2000 / 3
