@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .goals import SOFT_GOALS, Repair
 from .goals.base import Broker, Cluster, Dir, Replica
 from .goals.hot_on_ssd import HotOnSsd, hot_budget_bytes
 from .goals.repair import PartitionTotals, infeasible, violations
+from .proposal import Proposal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,20 +50,7 @@ REPAIR_ROUNDS = 12
 BATCH = 20_000                 # candidates collected per selection and round
 
 
-@dataclass
-class OptimizerResult:
-    """What the optimizer returns (the pipeline's Proposal has the same fields).
-
-    assignment: the columns of `partitions`, replicas[0] the leader;
-    unsatisfied: hard constraints that cannot be met (then assignment is the
-    current one and no plan should be written); rounds: optimization rounds run.
-    """
-    assignment: "DataFrame"
-    unsatisfied: list[str]
-    rounds: int
-
-
-def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptions") -> OptimizerResult:
+def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptions") -> Proposal:
     unknown = [g for g in options.goals if g not in SOFT_GOALS]
     if unknown:
         raise ValueError(f"unknown goals {unknown}; known: {sorted(SOFT_GOALS)}")
@@ -73,7 +60,7 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
     problems = infeasible(model.cluster, totals)
     if problems:
         model.release()
-        return OptimizerResult(snapshot.partitions, problems, 0)
+        return Proposal(snapshot.partitions, problems, 0)
     goals = [Repair()] + [SOFT_GOALS[name]() for name in options.goals]
     for goal in goals:
         if isinstance(goal, HotOnSsd):
@@ -87,8 +74,8 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
                 why = ("max_moves / max_bytes_moved reached" if model.budget_hit
                        else f"no placement found in {rounds} rounds")
                 model.release()
-                return OptimizerResult(snapshot.partitions, [f"{v} ({why})" for v in left], rounds)
-    return OptimizerResult(model.assignment(), [], rounds)
+                return Proposal(snapshot.partitions, [f"{v} ({why})" for v in left], rounds)
+    return Proposal(model.assignment(), [], rounds)
 
 
 class _Model:

@@ -1,12 +1,10 @@
-"""The round trip on a real local cluster: snapshot -> `kafkactl plan` ->
-`kafkactl reassign execute --wait` -> ZooKeeper's assignment equals the plan.
+"""The round trip on a real local cluster, every step the operator's command:
+`kafkactl metrics snapshot` -> `kafkactl plan` (the real optimizer) ->
+`kafkactl reassign execute --wait` -> ZooKeeper's assignment equals the plan,
+and every replica sits in the log dir the plan names.
 
-Until `kafkactl metrics snapshot` lands, the test writes the snapshot itself
-(here only): the assignment from ZooKeeper, each replica's log dir and size
-from the files on disk. Until the optimizer lands in this branch, `kafkactl
-plan` runs with the TEST-ONLY stand-in optimizer through the job's explicit
-hook (KAFKACTL_PLANNER_OPTIMIZER); set USE_STAND_IN = False to use the real one.
-"""
+The local cluster's log dirs share one filesystem, so the capacity file gives
+each dir a capacity of its own (CAPACITY_BYTES), as an operator would."""
 
 import json
 import os
@@ -18,12 +16,9 @@ import pytest
 
 from kafkactl.cluster.local import LocalCluster
 from kafkactl.cluster.local.zkclient import zk_session
-from kafkactl.planner.fixtures import NETWORK_BYTES_PER_S, write_jsonl
-from kafkactl.planner.job import OPTIMIZER_HOOK_ENV
+from kafkactl.planner.fixtures import NETWORK_BYTES_PER_S
 
-HERE = Path(__file__).resolve().parent
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
-USE_STAND_IN = True
 TOPIC = "skewed"
 CAPACITY_BYTES = 10**9
 
@@ -54,29 +49,12 @@ def zookeeper_assignment(zookeeper: str) -> dict[int, list[int]]:
     return {int(p): replicas for p, replicas in json.loads(data)["partitions"].items()}
 
 
-def dir_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def write_snapshot(directory: Path, status: dict) -> None:
-    """brokers, log_dirs and partitions from the cluster (test-only stand-in for `metrics snapshot`)."""
-    directory.mkdir()
-    brokers = status["brokers"]
-    write_jsonl(directory / "brokers.jsonl", [
-        {"broker_id": b["id"], "rack": None, "network_in_capacity_bytes_per_s": NETWORK_BYTES_PER_S,
-         "network_out_capacity_bytes_per_s": NETWORK_BYTES_PER_S} for b in brokers])
-    write_jsonl(directory / "log_dirs.jsonl", [
-        {"broker_id": b["id"], "path": d, "media": "ssd" if Path(d).name.startswith("ssd") else "hdd",
-         "capacity_bytes": CAPACITY_BYTES, "used_bytes": dir_size(Path(d))} for b in brokers for d in b["log_dirs"]])
-    dirs = {b["id"]: b["log_dirs"] for b in brokers}
-    partitions = []
-    for partition, replicas in sorted(zookeeper_assignment(status["zookeeper"]).items()):
-        placed = {r: next(d for d in dirs[r] if (Path(d) / f"{TOPIC}-{partition}").is_dir()) for r in replicas}
-        size = max(dir_size(Path(placed[r]) / f"{TOPIC}-{partition}") for r in replicas)
-        partitions.append({"topic": TOPIC, "partition": partition, "replicas": replicas, "leader": replicas[0],
-                           "log_dirs": [placed[r] for r in replicas], "size_bytes": size,
-                           "bytes_in_per_s": 1000.0 * (partition + 1), "bytes_out_per_s": 2000.0})
-    write_jsonl(directory / "partitions.jsonl", partitions)
+def write_capacity_file(path: Path, status: dict) -> None:
+    path.write_text(json.dumps({
+        "default": {"network_in_capacity_bytes_per_s": NETWORK_BYTES_PER_S,
+                    "network_out_capacity_bytes_per_s": NETWORK_BYTES_PER_S},
+        "brokers": {str(b["id"]): {"log_dirs": {d: {"capacity_bytes": CAPACITY_BYTES} for d in b["log_dirs"]}}
+                    for b in status["brokers"]}}))
 
 
 def test_snapshot_plan_execute_and_zookeeper_equals_the_plan(cluster, tmp_path):
@@ -92,13 +70,11 @@ def test_snapshot_plan_execute_and_zookeeper_equals_the_plan(cluster, tmp_path):
                    input=lines, text=True, check=True, timeout=60)
     assert {b for r in zookeeper_assignment(status["zookeeper"]).values() for b in r} == {1, 2}
 
-    write_snapshot(tmp_path / "snapshot", status)
-    plan_env = dict(env)
-    if USE_STAND_IN:
-        plan_env.update({OPTIMIZER_HOOK_ENV: "stand_in_optimizer:optimize",
-                         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))})
+    write_capacity_file(tmp_path / "capacity.json", status)
+    kafkactl(env, "metrics", "snapshot", "--out", str(tmp_path / "snapshot"),
+             "--capacity-file", str(tmp_path / "capacity.json"))
     out = tmp_path / "out"
-    planned = json.loads(kafkactl(plan_env, "plan", "--snapshot", str(tmp_path / "snapshot"), "--out", str(out),
+    planned = json.loads(kafkactl(env, "plan", "--snapshot", str(tmp_path / "snapshot"), "--out", str(out),
                                   "--master", "local[2]", "-o", "json", timeout_s=600).stdout)
     plan = json.loads((out / "plan.json").read_text())
     assert planned["violations"]["after"]["total"] == 0 and plan["partitions"]
@@ -109,3 +85,5 @@ def test_snapshot_plan_execute_and_zookeeper_equals_the_plan(cluster, tmp_path):
     kafkactl(env, "reassign", "execute", "--plan", str(out / "plan.json"), "--wait", "--timeout", "120",
              "--rollback-file", str(tmp_path / "rollback.json"))
     assert zookeeper_assignment(status["zookeeper"]) == expected
+    # verify exits 0 only when every replica is on its broker and in the log dir the plan names.
+    kafkactl(env, "reassign", "verify", "--plan", str(out / "plan.json"))
