@@ -145,10 +145,11 @@ def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "kafkactl
         if master.startswith("local"):
             # The default 200 shuffle partitions are made for clusters; a few per core suit one machine.
             builder = builder.config("spark.sql.shuffle.partitions", "8")
-            if "PYSPARK_PYTHON" not in os.environ:
-                # Python workers (the baseline's pandas UDFs) need this interpreter, which has
-                # kafkactl, not whatever `python3` is first on PATH.
-                builder = builder.config("spark.pyspark.python", sys.executable)
+            # Python workers (the baseline's pandas UDFs) need this interpreter, which has
+            # kafkactl, not whatever `python3` is first on PATH. PySpark reads the
+            # environment variable when the context starts (the spark.pyspark.python
+            # setting given here did not reach the workers).
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

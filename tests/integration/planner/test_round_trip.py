@@ -31,9 +31,10 @@ def kafkactl(env, *args, timeout_s=300):
 
 @pytest.fixture
 def cluster(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
-    env.update(KAFKACTL_CONFIG=str(tmp_path / "home" / "config.json"), XDG_STATE_HOME=str(tmp_path / "home" / "state"),
-               PYSPARK_PYTHON=sys.executable)
+    # As an operator's shell has it: no PYSPARK_PYTHON (kafkactl plan must find its own interpreter).
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE", "PYSPARK_PYTHON")}
+    env.update(KAFKACTL_CONFIG=str(tmp_path / "home" / "config.json"), XDG_STATE_HOME=str(tmp_path / "home" / "state"))
     directory = tmp_path / "cluster"
     try:
         status = json.loads(kafkactl(env, "cluster", "up", "--brokers", "4", "--dir", str(directory), "-o",
