@@ -82,6 +82,9 @@ EXAMPLES: list[Example] = [
             "--network-out-capacity", "125000000",
             note="What the planner reads: assignment from ZooKeeper, sizes and rates from every broker's "
                  "/metrics (see docs/snapshot.md)."),
+    example("plan", "--snapshot", str(WORK / "snapshot"), "--out", str(WORK / "plan"), "--master", "local[2]",
+            note="The placement planner on that snapshot (PySpark; see docs/planner.md): it writes plan.json "
+                 "for `reassign execute`, rollback.json, report.md/json and utilization.png."),
     example("reassign", "cancel", "--yes", exit_code=1,
             note="With nothing running, there is nothing to cancel."),
     example("elect", "preferred", "--all"),
