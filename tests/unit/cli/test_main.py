@@ -115,9 +115,10 @@ def test_help_and_completion(capsys):
     assert code == 0 and "cluster" in out and "context" in out and "--install-completion" in out
     code, out, _ = run(capsys, "cluster", "up", "--help")
     assert code == 0 and "--brokers" in out and "Shared options" in out
-    # As the user runs it: in a process of its own (in-process, it once failed
-    # after hundreds of other tests had run in the same interpreter).
-    done = subprocess.run([str(KAFKACTL), "--show-completion", "bash"], capture_output=True, text=True, timeout=30)
+    # As the user runs it: from their shell, which typer detects by the process
+    # tree (a test run detached from any shell would find none).
+    done = subprocess.run(["bash", "-c", f"{KAFKACTL} --show-completion"], capture_output=True, text=True,
+                          timeout=30)
     assert done.returncode == 0 and "_KAFKACTL_COMPLETE" in done.stdout, done.stderr
 
 
