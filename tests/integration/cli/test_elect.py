@@ -4,49 +4,21 @@ One cluster for the module; the unclean test runs last, as it leaves a broker do
 """
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from kafkactl.cluster.local import LocalCluster
+from local_cluster import cluster_up, produce
 
-KAFKACTL = Path(sys.executable).parent / "kafkactl"
 # Short sessions: a stopped broker's registration goes away quickly. No
 # automatic rebalance: only the election under test moves leaders back.
 SETTINGS = ("zookeeper.session.timeout.ms=4000", "auto.leader.rebalance.enable=false")
 
 
-class Cli:
-    def __init__(self, env):
-        self.env = env
-
-    def __call__(self, *args):
-        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env, timeout=180)
-
-    def ok(self, *args):
-        done = self(*args)
-        assert done.returncode == 0, f"kafkactl {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-        return done
-
-
 @pytest.fixture(scope="module")
 def up(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
-    env.update(KAFKACTL_CONFIG=str(home / "config.json"), XDG_STATE_HOME=str(home / "state"))
-    directory = tmp_path_factory.mktemp("cluster")
-    cli = Cli(env)
-    settings = [arg for setting in SETTINGS for arg in ("--config", setting)]
-    try:
-        status = json.loads(cli.ok("cluster", "up", "--brokers", "3", "--dir", str(directory), *settings,
-                                   "-o", "json").stdout)
-        yield cli, LocalCluster(directory), status
-    finally:
-        LocalCluster(directory).down(timeout_s=10)
+    with cluster_up(tmp_path_factory, 3, SETTINGS) as running:
+        yield running
 
 
 def describe(cli, topic):
@@ -94,9 +66,7 @@ def test_unclean_election_of_an_offline_partition_with_a_live_out_of_sync_replic
     follower = next(b for b in (1, 2, 3) if b != leader)
     # 3 MB of data, then add a replica throttled to 1 byte/s: after its first
     # fetch it stays out of the ISR, alive.
-    payload = "".join("x" * 1000 + "\n" for _ in range(3000))
-    subprocess.run(["kcat", "-b", status["bootstrap_servers"], "-t", "lossy", "-P", "-X", "acks=all"],
-                   input=payload, text=True, check=True, timeout=60)
+    produce(status["bootstrap_servers"], "lossy", [f"{i}:{'x' * 1000}" for i in range(3000)])
     plan = tmp_path / "grow.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "lossy", "partition": 0, "replicas": [leader, follower]}]}))

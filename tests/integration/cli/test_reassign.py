@@ -4,63 +4,20 @@ One cluster for the module: each test uses its own topics.
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from kafkactl.cluster.local import LocalCluster
-from kafkactl.cluster.local.zkclient import zk_session
-
-KAFKACTL = Path(sys.executable).parent / "kafkactl"
-
-
-class Cli:
-    def __init__(self, env):
-        self.env = env
-
-    def __call__(self, *args, timeout_s=180):
-        done = subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env,
-                              timeout=timeout_s)
-        return done
-
-    def ok(self, *args, **kwargs):
-        done = self(*args, **kwargs)
-        assert done.returncode == 0, f"kafkactl {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-        return done
+from local_cluster import cluster_up, consume, produce as produce_lines, zk_tree
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
-    env.update(KAFKACTL_CONFIG=str(home / "config.json"), XDG_STATE_HOME=str(home / "state"))
-    return env
-
-
-@pytest.fixture(scope="module")
-def up(env, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("cluster")
-    cli = Cli(env)
-    try:
-        status = json.loads(cli.ok("cluster", "up", "--brokers", "4", "--dir", str(directory), "-o", "json").stdout)
+def up(tmp_path_factory):
+    with cluster_up(tmp_path_factory, 4) as (cli, _, status):
         yield cli, status
-    finally:
-        LocalCluster(directory).down(timeout_s=10)
 
 
 def produce(bootstrap, topic, count):
-    lines = "".join(f"k{i}:message-{i}\n" for i in range(count))
-    subprocess.run(["kcat", "-b", bootstrap, "-t", topic, "-P", "-K:", "-X", "acks=all"], input=lines, text=True,
-                   check=True, timeout=60)
-
-
-def consume(bootstrap, topic):
-    done = subprocess.run(["kcat", "-b", bootstrap, "-t", topic, "-C", "-e", "-o", "beginning", "-f", "%k:%s\n",
-                           "-q"], capture_output=True, text=True, check=True, timeout=60)
-    return sorted(done.stdout.split())
+    produce_lines(bootstrap, topic, [f"k{i}:message-{i}" for i in range(count)])
 
 
 def assignment(cli, topic):
@@ -122,21 +79,6 @@ def test_a_kafka_tool_plan_is_accepted_as_is(up, tmp_path):
     assert assignment(cli, "kafka-plan") == {0: [4, 1], 1: [2]}
     assert cli("reassign", "verify", "--plan", str(plan)).returncode == 0
     assert "no reassignment is running" in cli.ok("reassign", "status").stdout
-
-
-def zk_tree(zookeeper):
-    """Every znode's data except the brokers' own ephemeral and ISR bookkeeping."""
-    tree = {}
-    with zk_session(zookeeper, 10) as client:
-        def walk(path):
-            data, _ = client.get_async(path).get(timeout=10)
-            tree[path] = data
-            for child in client.get_children_async(path).get(timeout=10):
-                walk(f"{path.rstrip('/')}/{child}")
-        for root in ("/admin", "/config", "/brokers/topics"):
-            if client.exists_async(root).get(timeout=10):
-                walk(root)
-    return tree
 
 
 def test_invalid_plans_exit_2_and_zookeeper_is_unchanged(up, tmp_path):

@@ -5,48 +5,17 @@ One cluster for the module: each test uses its own topics.
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from kafkactl.cluster.admin import broker_queries as bq
-from kafkactl.cluster.local import LocalCluster
-from kafkactl.cluster.local.zkclient import zk_session
-
-pytestmark = pytest.mark.slow
-
-KAFKACTL = Path(sys.executable).parent / "kafkactl"
-
-
-class Cli:
-    def __init__(self, env):
-        self.env = env
-
-    def __call__(self, *args, timeout_s=180):
-        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env,
-                              timeout=timeout_s)
-
-    def ok(self, *args, **kwargs):
-        done = self(*args, **kwargs)
-        assert done.returncode == 0, f"kafkactl {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-        return done
+from local_cluster import cluster_up, consume as consume_records, produce as produce_lines, zk_tree
 
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
-    env.update(KAFKACTL_CONFIG=str(home / "config.json"), XDG_STATE_HOME=str(home / "state"))
-    directory = tmp_path_factory.mktemp("cluster")
-    cli = Cli(env)
-    try:
-        status = json.loads(cli.ok("cluster", "up", "--brokers", "3", "--dir", str(directory), "-o", "json").stdout)
+    with cluster_up(tmp_path_factory, 3) as (cli, _, status):
         yield cli, status
-    finally:
-        LocalCluster(directory).down(timeout_s=10)
 
 
 def log_dirs_of(status, broker_id):
@@ -67,15 +36,11 @@ def where(status, broker_id, topic, partition):
 
 
 def produce(bootstrap, topic, count):
-    lines = "".join(f"k{i}:message-{i}-{'z' * 200}\n" for i in range(count))
-    subprocess.run(["kcat", "-b", bootstrap, "-t", topic, "-P", "-K:", "-X", "acks=all"], input=lines, text=True,
-                   check=True, timeout=60)
+    produce_lines(bootstrap, topic, [f"k{i}:message-{i}-{'z' * 200}" for i in range(count)])
 
 
 def consume(bootstrap, topic):
-    done = subprocess.run(["kcat", "-b", bootstrap, "-t", topic, "-C", "-e", "-o", "beginning", "-f", "%k\n", "-q"],
-                          capture_output=True, text=True, check=True, timeout=60)
-    return sorted(done.stdout.split())
+    return consume_records(bootstrap, topic, "%k\n")
 
 
 def write_plan(path, entries):
@@ -130,21 +95,6 @@ def test_verify_reports_a_move_between_dirs_until_it_is_done(up, tmp_path):
     assert before.returncode == 1
     [row] = json.loads(before.stdout)["partitions"]
     assert row["status"] == "failed" and f"not {hdd3}, and no move runs" in row["detail"]
-
-
-def zk_tree(zookeeper):
-    """Every znode's data under the paths a reassignment writes."""
-    tree = {}
-    with zk_session(zookeeper, 10) as client:
-        def walk(path):
-            data, _ = client.get_async(path).get(timeout=10)
-            tree[path] = data
-            for child in client.get_children_async(path).get(timeout=10):
-                walk(f"{path.rstrip('/')}/{child}")
-        for root in ("/admin", "/config", "/brokers/topics"):
-            if client.exists_async(root).get(timeout=10):
-                walk(root)
-    return tree
 
 
 def test_a_dir_the_broker_does_not_have_exits_2_and_nothing_is_written(up, tmp_path):
