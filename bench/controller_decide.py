@@ -1,0 +1,232 @@
+"""The controller's CPU per broker failure, step by step: the yardstick of the
+failover path's controller half.
+
+    .venv/bin/python bench/controller_decide.py                  # 1k, 10k, 50k partitions, no server
+    .venv/bin/python bench/controller_decide.py --sizes 10000 --zk   # and 10,000 writes to a real ZooKeeper
+
+For N partitions of one topic, replicas [2, 3, 1] each (broker 2 leads them
+all), broker 2 dies. Timed in-process, CPU time of this process
+(time.process_time: the machine is shared, wall clock would measure the
+neighbours), median of --runs runs:
+
+- decide:     on_broker_change, the pure decision (elections, state writes,
+              request batches)
+- invariants: check_invariants(only_changed=True), as Controller._run does
+              after every step
+- zk ops:     the decision's writes as ZooKeeper operations (ZkPort's
+              translation) and the multi requests' bytes, batches as the store
+              sends them; both kazoo's Transaction serialization and the
+              store's own encoder when it has one
+- requests:   LeaderAndIsr and UpdateMetadata to wire bytes (wire.py +
+              control_writer), every request of the decision
+
+With --zk: a real ZooKeeper (Debian's, on a free loopback port, as the
+integration tests start it); N state-like znodes are created, then
+ZkControllerStore.write of N conditional set_data ops is timed: CPU of this
+process (kazoo's I/O thread included) and wall clock.
+
+This is a measurement, not a test: nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from kafkactl.cluster.controller.broker_change import on_broker_change
+from kafkactl.cluster.controller.invariants import check_invariants
+from kafkactl.cluster.controller.model import LeaderAndIsr, UpdateMetadata
+from kafkactl.cluster.controller.testing import make_context, registration
+from kafkactl.cluster.controller.wire import wire_request
+from kafkactl.cluster.controller import zk_store
+from kafkactl.cluster.controller.zk_port import ZkPort
+from kafkactl.cluster.zk.codecs import topic_id_to_string
+
+
+def cpu_ms(fn, runs: int) -> tuple[float, object]:
+    """Median CPU ms of `runs` calls, and the last call's result. A collection
+    is forced before each run so one run does not pay for another's garbage."""
+    times, result = [], None
+    for _ in range(runs):
+        gc.collect()
+        start = time.process_time()
+        result = fn()
+        times.append((time.process_time() - start) * 1000)
+    return statistics.median(times), result
+
+
+class _NoServerStore:
+    """What ZkPort needs from a store to translate state writes (updates only:
+    no parents to create, no reads)."""
+
+    client = None
+    timeout_s = 1.0
+
+
+def zk_ops(decision):
+    port = ZkPort(_NoServerStore(), decision.context.controller_epoch)
+    return [op for write in decision.zk_writes for op in port._ops(write)]
+
+
+def kazoo_bytes(ops, fence, batch_size: int) -> int:
+    """The multis as kazoo builds and serializes them (TransactionRequest +
+    Transaction.serialize, as its connection does)."""
+    from kazoo.client import TransactionRequest
+    from kazoo.protocol.serialization import Transaction
+
+    class _Client:
+        chroot = ""
+        default_acl = None
+        logger = logging.getLogger("kazoo.client")
+
+    total = 0
+    for i in range(0, len(ops), batch_size):
+        transaction = TransactionRequest(_Client())
+        transaction.check("/controller_epoch", fence.zk_version)
+        for op in ops[i:i + batch_size]:
+            zk_store._add(transaction, op)
+        total += len(Transaction(transaction.operations).serialize())
+    return total
+
+
+def own_bytes(ops, fence, batch_size: int) -> int | None:
+    """The multis as the store encodes them itself, if it does."""
+    encode = getattr(zk_store, "encode_multi", None)
+    if encode is None:
+        return None
+    return sum(len(encode(ops[i:i + batch_size], fence.zk_version, ""))
+               for i in range(0, len(ops), batch_size))
+
+
+def encode_requests(decision) -> int:
+    total = 0
+    for request in decision.requests:
+        if isinstance(request, (LeaderAndIsr, UpdateMetadata)):
+            total += len(wire_request(request).body)
+    return total
+
+
+def failover_context(n: int):
+    ctx = make_context(live=(1, 2, 3), topics={"t": {p: [2, 3, 1] for p in range(n)}})
+    # A real topic id: the requests' encoder wants 16 bytes, not the test helpers' "id-t".
+    ctx.topic_ids["t"] = topic_id_to_string(uuid.UUID(int=n))
+    return ctx
+
+
+def in_process(n: int, runs: int) -> dict[str, float]:
+    ctx = failover_context(n)
+    survivors = {1: registration(1), 3: registration(3)}
+    row: dict[str, float] = {}
+    row["decide"], decision = cpu_ms(lambda: on_broker_change(ctx, survivors), runs)
+    row["invariants"], _ = cpu_ms(
+        lambda: check_invariants(decision.context, ctx, frozenset(), only_changed=True), runs)
+    fence = zk_store.ControllerEpoch(ctx.controller_epoch, ctx.controller_epoch_zk_version)
+    batch = zk_store.DEFAULT_BATCH_SIZE
+    row["zk ops (translate)"], ops = cpu_ms(lambda: zk_ops(decision), runs)
+    row["zk bytes (kazoo)"], _ = cpu_ms(lambda: kazoo_bytes(ops, fence, batch), runs)
+    if own_bytes(ops, fence, batch) is not None:
+        row["zk bytes (own)"], _ = cpu_ms(lambda: own_bytes(ops, fence, batch), runs)
+    row["requests (encode)"], _ = cpu_ms(lambda: encode_requests(decision), runs)
+    return row
+
+
+def gc_during_decision(n: int) -> str:
+    """Collections that ran during one decision, per generation, and their time."""
+    ctx = failover_context(n)
+    survivors = {1: registration(1), 3: registration(3)}
+    pauses: list[tuple[int, float]] = []
+    started: dict[str, float] = {}
+
+    def callback(phase, info):
+        if phase == "start":
+            started["t"] = time.perf_counter()
+        else:
+            pauses.append((info["generation"], (time.perf_counter() - started["t"]) * 1000))
+
+    gc.collect()
+    gc.callbacks.append(callback)
+    try:
+        on_broker_change(ctx, survivors)
+    finally:
+        gc.callbacks.remove(callback)
+    by_gen = {g: [ms for gen, ms in pauses if gen == g] for g in (0, 1, 2)}
+    return ", ".join(f"gen{g}: {len(v)} ({sum(v):.1f} ms)" for g, v in by_gen.items())
+
+
+def real_zookeeper(n: int, runs: int) -> dict[str, float]:
+    from kafkactl.cluster.local import ZooKeeperCommand, procs
+    from kafkactl.cluster.local.ports import free_loopback_ports
+    from kafkactl.cluster.local.zookeeper import wait_ready, zoo_cfg
+    from kafkactl.cluster.zk import client as zk_client
+
+    with tempfile.TemporaryDirectory(prefix="bench-zk-") as tmp:
+        root = Path(tmp)
+        port = free_loopback_ports(1)[0]
+        config = root / "zoo.cfg"
+        config.write_text(zoo_cfg(root / "data", port))
+        log_file = root / "zookeeper.log"
+        launched = procs.spawn(ZooKeeperCommand().argv(config, root), log_file, root)
+        client = None
+        try:
+            wait_ready("127.0.0.1", port, 30, lambda: procs.exit_code(launched.pid) is None,
+                       log_file, launched.log_offset)
+            client = zk_client.connect(f"127.0.0.1:{port}/bench", session_timeout_ms=10000)
+            store = zk_store.ZkControllerStore(client, timeout_s=30.0)
+            fence = store.elect(1, 1)
+            client.ensure_path("/states")
+            paths = [f"/states/{i}" for i in range(n)]
+            data = b'{"controller_epoch":1,"leader":3,"version":1,"leader_epoch":4,"isr":[3,1]}'
+            created = store.write([zk_store.Create(p, data) for p in paths], fence)
+            if not all(r.ok for r in created):
+                raise RuntimeError("could not create the benchmark's znodes")
+            cpu, wall = [], []
+            for run in range(runs):
+                ops = [zk_store.SetData(p, data, version=run) for p in paths]
+                gc.collect()
+                start_cpu, start_wall = time.process_time(), time.perf_counter()
+                results = store.write(ops, fence)
+                cpu.append((time.process_time() - start_cpu) * 1000)
+                wall.append((time.perf_counter() - start_wall) * 1000)
+                if not all(r.ok for r in results):
+                    raise RuntimeError("a benchmark write failed")
+            return {"zk write CPU": statistics.median(cpu), "zk write wall": statistics.median(wall)}
+        finally:
+            if client is not None:
+                zk_client.close(client)
+            os.kill(launched.pid, signal.SIGKILL)
+            procs.exit_code(launched.pid)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,50000", help="partition counts, comma-separated")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--zk", action="store_true", help="also time writes to a real ZooKeeper")
+    parser.add_argument("--gc", action="store_true", help="show collections during one decision")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; CPU ms, median of {args.runs} runs")
+    for n in sizes:
+        row = in_process(n, args.runs)
+        if args.zk:
+            row.update(real_zookeeper(n, max(args.runs // 2, 3) if n > 10000 else args.runs))
+        print(f"\n{n:,} partitions")
+        print(f"  {'step':<22}{'ms':>10}{'µs/partition':>15}")
+        for name, ms in row.items():
+            print(f"  {name:<22}{ms:>10.1f}{ms * 1000 / n:>15.2f}")
+        if args.gc:
+            print(f"  collections during one decision: {gc_during_decision(n)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
