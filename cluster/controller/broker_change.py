@@ -53,15 +53,21 @@ def on_broker_failure(ctx: ControllerContext, broker_ids: Iterable[int]) -> Deci
 
 
 def _replicas_offline(ctx: ControllerContext, dead: list[int]) -> None:
+    states = ctx.replica_states
+    deleting = ctx.topics_to_delete
     for replica in replicas_on(ctx, dead):
         topic = replica.topic_partition.topic
-        state = rsm.current_state(ctx.replica_states, replica)
-        if ctx.is_queued_for_deletion(topic) and state is ReplicaStateName.DELETION_STARTED:
+        state = states.get(replica)
+        if state is ReplicaStateName.ONLINE:
+            # Nearly every replica of a dead broker: Online -> Offline is
+            # always valid, so skip the state machine's general path.
+            states[replica] = ReplicaStateName.OFFLINE
+        elif topic in deleting and state is ReplicaStateName.DELETION_STARTED:
             # Its StopReplica died with it: retry when the broker is back.
-            rsm.transition(ctx.replica_states, replica, ReplicaStateName.DELETION_INELIGIBLE)
+            rsm.transition(states, replica, ReplicaStateName.DELETION_INELIGIBLE)
             ctx.deletion_ineligible.add(topic)
         else:
-            rsm.take_offline(ctx.replica_states, replica)
+            rsm.take_offline(states, replica)
 
 
 def on_broker_startup(ctx: ControllerContext, registrations: Mapping[int, BrokerRegistration]) -> Decision:

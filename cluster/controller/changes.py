@@ -27,10 +27,11 @@ def announce(b: DecisionBuilder, tp: TopicPartition, new_replicas: Iterable[int]
              exclude: Iterable[int] = ()) -> None:
     """LeaderAndIsr to the partition's live replicas, UpdateMetadata to every live broker."""
     ctx = b.ctx
-    excluded = set(exclude)
-    recipients = [r for r in ctx.replicas(tp) if ctx.is_broker_live(r) and r not in excluded]
+    live = ctx.live_brokers
+    excluded = exclude or ()
+    recipients = [r for r in ctx.replicas(tp) if r in live and r not in excluded]
     b.batch.leader_and_isr(recipients, tp, new_replicas)
-    b.batch.update_metadata(ctx.live_brokers, [tp])
+    b.batch.update_metadata_live(tp)
 
 
 # --- triggerOnlinePartitionStateChange: New and Offline partitions get a leader
@@ -84,12 +85,16 @@ def _replicas_online(ctx: ControllerContext, tp: TopicPartition) -> None:
             rsm.transition(ctx.replica_states, replica, ReplicaStateName.ONLINE)
 
 
-def elect_offline(b: DecisionBuilder, tp: TopicPartition) -> None:
+def elect_offline(b: DecisionBuilder, tp: TopicPartition, online: frozenset[int] | None = None) -> None:
+    """`online`: ctx.online_brokers(), if the caller has it (a loop over many
+    partitions computes it once)."""
     ctx = b.ctx
     state = ctx.leadership[tp]
-    result = offline_election(ctx.replicas(tp), state.isr, ctx.online_brokers(), ctx.unclean_enabled(tp.topic))
+    if online is None:
+        online = ctx.online_brokers()
+    result = offline_election(ctx.replicas(tp), state.isr, online, ctx.unclean_enabled(tp.topic))
     if isinstance(result, Elected):
-        b.write_partition_state(tp, b.next_state(tp, result.leader, result.isr, result.leader_recovery_state))
+        b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
         psm.transition(ctx.partition_states, tp, ONLINE)
         announce(b, tp)
     else:
@@ -105,7 +110,7 @@ def make_leaderless(b: DecisionBuilder, tp: TopicPartition) -> None:
     live_isr = [r for r in state.isr if ctx.is_broker_live(r)]
     new_isr = live_isr or list(state.isr)
     if state.leader != NO_LEADER or new_isr != list(state.isr):
-        b.write_partition_state(tp, b.next_state(tp, NO_LEADER, new_isr, state.leader_recovery_state))
+        b.write_next_state(tp, NO_LEADER, new_isr, state.leader_recovery_state)
         announce(b, tp)
     psm.transition(ctx.partition_states, tp, OFFLINE)
 
@@ -123,7 +128,7 @@ def remove_from_isr(b: DecisionBuilder, tp: TopicPartition, broker_ids: Iterable
     leader = NO_LEADER if state.leader in removed else state.leader
     if leader == state.leader and new_isr == list(state.isr):
         return False
-    b.write_partition_state(tp, b.next_state(tp, leader, new_isr, state.leader_recovery_state))
+    b.write_next_state(tp, leader, new_isr, state.leader_recovery_state)
     if leader == NO_LEADER:
         psm.transition(ctx.partition_states, tp, OFFLINE)
     announce(b, tp, exclude=announce_exclude)
@@ -136,16 +141,22 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
     """Partitions whose leader is gone get a new one from the live ISR; the
     others lose their dead followers from the ISR. One write per partition."""
     ctx = b.ctx
+    # One pass with the context's lookups hoisted: a broker's death runs this
+    # for every partition it held (10,000s), so per-partition work is kept to
+    # the election, the write and the announcement.
+    assignments, leadership, live = ctx.assignments, ctx.leadership, ctx.live_brokers
+    deleting = ctx.topics_to_delete
+    online = ctx.online_brokers()
     for tp in sorted(set(tps)):
-        if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
+        if tp not in assignments or tp.topic in deleting:
             continue
-        state = ctx.leadership.get(tp)
+        state = leadership.get(tp)
         if state is None:
             continue
-        if not ctx.has_live_leader(tp):
-            elect_offline(b, tp)
+        if state.leader == NO_LEADER or state.leader not in live:     # no live leader
+            elect_offline(b, tp, online)
             continue
-        dead = [r for r in state.isr if not ctx.is_broker_live(r)]
+        dead = [r for r in state.isr if r not in live]
         if dead:
             remove_from_isr(b, tp, dead)
 
@@ -157,5 +168,8 @@ def redo_offline_replicas(ctx: ControllerContext, tps: frozenset[TopicPartition]
 
 
 def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int]) -> list[PartitionReplica]:
+    """The brokers' replicas, by partition, each partition's in assignment order."""
     wanted = set(broker_ids)
-    return [PartitionReplica(tp, r) for tp in ctx.all_partitions() for r in ctx.replicas(tp) if r in wanted]
+    assignments = ctx.assignments
+    return [PartitionReplica(tp, r) for tp in ctx.partitions_on_brokers(wanted)
+            for r in assignments[tp].replicas if r in wanted]

@@ -78,7 +78,7 @@ def elect_preferred(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
             continue
         result = preferred_election(replicas, state.isr, ctx.online_brokers())
         if isinstance(result, Elected):
-            b.write_partition_state(tp, b.next_state(tp, result.leader, result.isr, result.leader_recovery_state))
+            b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
             psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
             announce(b, tp)
 

@@ -27,6 +27,12 @@ class ReplicaStateName(Enum):
     DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
     DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
 
+    # Enum hashes by name in Python code; every dict and set of states and
+    # every transition check hashes members, 10,000s of times in a failover.
+    # Members are singletons compared by identity, so the identity hash is
+    # consistent with equality and costs nothing.
+    __hash__ = object.__hash__
+
 
 _S = ReplicaStateName
 _VALID_PREVIOUS: dict[ReplicaStateName, frozenset[ReplicaStateName]] = {

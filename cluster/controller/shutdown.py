@@ -55,8 +55,7 @@ def move_away(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPartition])
         if state.leader == broker_id:
             result = controlled_shutdown_election(ctx.replicas(tp), state.isr, ctx.live_brokers, ctx.shutting_down)
             if isinstance(result, Elected):
-                new_state = b.next_state(tp, result.leader, result.isr, result.leader_recovery_state)
-                b.write_partition_state(tp, new_state)
+                b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
                 psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
                 # The old leader stops instead of following: a follower that is
                 # about to stop would fetch, rejoin the ISR and then hold every
