@@ -50,6 +50,10 @@ class ReplicaAssignments(dict):
         """The partitions with a replica on the broker (do not change the set)."""
         return self._by_broker.get(broker_id, _NONE)
 
+    def brokers(self) -> Set[int]:
+        """The brokers the index lists (each holds at least one replica)."""
+        return self._by_broker.keys()
+
     def copy(self) -> ReplicaAssignments:
         clone = ReplicaAssignments.__new__(ReplicaAssignments)
         dict.update(clone, self)
