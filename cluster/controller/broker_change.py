@@ -46,16 +46,17 @@ def on_broker_failure(ctx: ControllerContext, broker_ids: Iterable[int]) -> Deci
     for broker_id in dead:
         del b.ctx.live_brokers[broker_id]
         b.ctx.shutting_down.discard(broker_id)
-    _replicas_offline(b.ctx, dead)
-    handle_offline_replicas(b, b.ctx.partitions_on_brokers(dead))
+    affected = b.ctx.partitions_on_brokers(dead)
+    _replicas_offline(b.ctx, dead, affected)
+    handle_offline_replicas(b, affected)
     b.batch.update_metadata(b.ctx.live_brokers)      # the live broker list changed
     return b.decision(retry=redo_offline_replicas)
 
 
-def _replicas_offline(ctx: ControllerContext, dead: list[int]) -> None:
+def _replicas_offline(ctx: ControllerContext, dead: list[int], partitions: list) -> None:
     states = ctx.replica_states
     deleting = ctx.topics_to_delete
-    for replica in replicas_on(ctx, dead):
+    for replica in replicas_on(ctx, dead, partitions):
         topic = replica.topic_partition.topic
         state = states.get(replica)
         if state is ReplicaStateName.ONLINE:

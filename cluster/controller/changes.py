@@ -29,15 +29,23 @@ def announce(b: DecisionBuilder, tp: TopicPartition, new_replicas: Iterable[int]
     ctx = b.ctx
     live = ctx.live_brokers
     excluded = exclude or ()
-    recipients = [r for r in ctx.replicas(tp) if r in live and r not in excluded]
+    assignment = ctx.assignments.get(tp)
+    recipients = [r for r in assignment.replicas if r in live and r not in excluded] if assignment else []
     b.batch.leader_and_isr(recipients, tp, new_replicas)
     b.batch.update_metadata_live(tp)
 
 
 # --- triggerOnlinePartitionStateChange: New and Offline partitions get a leader
 
+def sorted_unique(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    """Each partition once, in order. Through a dict rather than a set: it
+    keeps the order the partitions came in, usually sorted already, which
+    the sort then only has to confirm (a set's order costs a full sort)."""
+    return sorted(dict.fromkeys(tps))
+
+
 def online_or_elect(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
-    for tp in sorted(set(tps)):
+    for tp in sorted_unique(tps):
         _online_or_elect_one(b, tp)
 
 
@@ -92,8 +100,8 @@ def elect_offline(b: DecisionBuilder, tp: TopicPartition, online: frozenset[int]
     state = ctx.leadership[tp]
     if online is None:
         online = ctx.online_brokers()
-    result = offline_election(ctx.replicas(tp), state.isr, online, ctx.unclean_enabled(tp.topic))
-    if isinstance(result, Elected):
+    result = offline_election(ctx.assignments[tp].replicas, state.isr, online, ctx.unclean_enabled(tp.topic))
+    if type(result) is Elected:
         b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
         psm.transition(ctx.partition_states, tp, ONLINE)
         announce(b, tp)
@@ -147,7 +155,7 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
     assignments, leadership, live = ctx.assignments, ctx.leadership, ctx.live_brokers
     deleting = ctx.topics_to_delete
     online = ctx.online_brokers()
-    for tp in sorted(set(tps)):
+    for tp in sorted_unique(tps):
         if tp not in assignments or tp.topic in deleting:
             continue
         state = leadership.get(tp)
@@ -167,9 +175,13 @@ def redo_offline_replicas(ctx: ControllerContext, tps: frozenset[TopicPartition]
     return b.decision(retry=redo_offline_replicas)
 
 
-def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int]) -> list[PartitionReplica]:
-    """The brokers' replicas, by partition, each partition's in assignment order."""
+def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int],
+                partitions: list[TopicPartition] | None = None) -> list[PartitionReplica]:
+    """The brokers' replicas, by partition, each partition's in assignment
+    order. `partitions`: ctx.partitions_on_brokers(broker_ids), if the caller
+    has it."""
     wanted = set(broker_ids)
     assignments = ctx.assignments
-    return [PartitionReplica(tp, r) for tp in ctx.partitions_on_brokers(wanted)
-            for r in assignments[tp].replicas if r in wanted]
+    if partitions is None:
+        partitions = ctx.partitions_on_brokers(wanted)
+    return [PartitionReplica(tp, r) for tp in partitions for r in assignments[tp].replicas if r in wanted]

@@ -50,8 +50,8 @@ def current_state(states: dict[TopicPartition, PartitionStateName],
 
 def transition(states: dict[TopicPartition, PartitionStateName], tp: TopicPartition,
                target: PartitionStateName) -> None:
-    current = current_state(states, tp)
-    if not is_valid_transition(current, target):
+    current = states.get(tp, PartitionStateName.NON_EXISTENT)
+    if current not in _VALID_PREVIOUS[target]:
         invariant(False, f"partition {tp}: {current.value} -> {target.value} is not a valid transition")
     if target is PartitionStateName.NON_EXISTENT:
         states.pop(tp, None)   # absent means NonExistent: no tombstones to clean up

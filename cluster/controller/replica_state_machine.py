@@ -59,8 +59,8 @@ def current_state(states: dict[PartitionReplica, ReplicaStateName],
 
 def transition(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica,
                target: ReplicaStateName) -> None:
-    current = current_state(states, replica)
-    if not is_valid_transition(current, target):
+    current = states.get(replica, _S.NON_EXISTENT)
+    if current not in _VALID_PREVIOUS[target]:
         invariant(False, f"replica {replica}: {current.value} -> {target.value} is not a valid transition")
     if target is _S.NON_EXISTENT:
         states.pop(replica, None)

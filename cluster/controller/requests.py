@@ -28,7 +28,9 @@ class RequestBatch:
         # For every broker live when the decision ends: what a partition's
         # change tells the whole cluster. One set instead of one per broker,
         # and one shared tuple of entries in the requests.
-        self._metadata_live: set[TopicPartition] = set()
+        # A dict used as an ordered set: partitions come in sorted order, and
+        # sorting them again is then cheap (a set's order costs a full sort).
+        self._metadata_live: dict[TopicPartition, None] = {}
         self._stop: dict[tuple[int, bool], set[TopicPartition]] = {}
 
     def leader_and_isr(self, broker_ids: Iterable[int], tp: TopicPartition,
@@ -55,7 +57,7 @@ class RequestBatch:
         """UpdateMetadata with this partition to every broker that is live
         once the decision is made (brokers only join or leave the live set
         before a decision announces anything, so that is every live broker)."""
-        self._metadata_live.add(tp)
+        self._metadata_live[tp] = None
 
     def stop_replica(self, broker_id: int, tp: TopicPartition, delete: bool) -> None:
         self._stop.setdefault((broker_id, delete), set()).add(tp)
@@ -87,8 +89,8 @@ class RequestBatch:
                                         full=broker_id in self._full))
         own = self._metadata.get(broker_id)
         if own is not None or self._metadata_live:
-            if own and not own <= self._metadata_live:
-                partitions = self._metadata_entries(ctx, sorted(own | self._metadata_live))
+            if own and not own <= self._metadata_live.keys():
+                partitions = self._metadata_entries(ctx, sorted(own | self._metadata_live.keys()))
             else:
                 # The common case: the same partitions for every broker, one tuple.
                 if self._um_live is None:

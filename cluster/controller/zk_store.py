@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import struct
 from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 from kazoo.exceptions import EXCEPTIONS, BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 from kazoo.protocol.paths import _prefix_root
@@ -67,8 +67,9 @@ class ControllerEpoch:
     zk_version: int   # of /controller_epoch after our bump: the fencing token
 
 
-@dataclass(frozen=True, slots=True)
-class OpResult:
+class OpResult(NamedTuple):
+    # A tuple: a failover writes 10,000s of states, one result each, and a
+    # tuple is built several times faster than a frozen dataclass.
     op: ZkOp
     error: Exception | None = None
     zk_version: int = -1          # new version for SetData; 0 for Create
@@ -208,7 +209,12 @@ def _add(transaction, op: ZkOp) -> None:
         raise TypeError(f"not a ZooKeeper op: {op!r}")
 
 
+_new_tuple = tuple.__new__
+
+
 def _result(op: ZkOp, raw) -> OpResult:
+    if type(raw) is int and type(op) is SetData:
+        return _new_tuple(OpResult, (op, None, raw, None))     # the common case, without keyword parsing
     if isinstance(raw, RolledBackError):
         return OpResult(op, raw)
     if isinstance(op, SetData):
