@@ -46,6 +46,7 @@ from kafkactl.cluster.controller.broker_change import on_broker_change
 from kafkactl.cluster.controller.invariants import check_invariants
 from kafkactl.cluster.controller.model import LeaderAndIsr, UpdateMetadata
 from kafkactl.cluster.controller.testing import make_context, registration
+from kafkactl.cluster.controller import wire
 from kafkactl.cluster.controller.wire import wire_request
 from kafkactl.cluster.controller import zk_store
 from kafkactl.cluster.controller.zk_port import ZkPort
@@ -114,6 +115,11 @@ def own_bytes(ops, fence, batch_size: int) -> int | None:
 
 
 def encode_requests(decision) -> int:
+    """Every LeaderAndIsr and UpdateMetadata of the decision, as the channel's
+    sender threads encode them (partitions shared by several brokers once)."""
+    shared = getattr(wire, "_shared", None)
+    if shared is not None:
+        shared.clear()                # each run encodes from scratch
     total = 0
     for request in decision.requests:
         if isinstance(request, (LeaderAndIsr, UpdateMetadata)):

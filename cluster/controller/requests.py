@@ -68,6 +68,7 @@ class RequestBatch:
         self._lai_entries: tuple[dict, dict] = ({}, {})     # by is_new, then partition
         self._um_entries: dict[TopicPartition, UpdateMetadataPartition | None] = {}
         self._um_live: tuple[UpdateMetadataPartition, ...] | None = None
+        self._lai_built: list[tuple[LeaderAndIsrPartition, ...]] = []
         requests: list[BrokerRequest] = []
         brokers = set(self._leader_and_isr) | set(self._metadata) | {b for b, _ in self._stop}
         if self._metadata_live:
@@ -83,6 +84,15 @@ class RequestBatch:
         epoch = ctx.broker_epoch(broker_id)
         if broker_id in self._leader_and_isr:
             partitions = _leader_and_isr_entries(ctx, self._leader_and_isr[broker_id], self._lai_entries)
+            # Replicas of the same partitions get the very same tuple, which
+            # the wire layer then encodes once for all of them (the entries
+            # are shared, so equal tuples compare by identity, quickly).
+            for built in self._lai_built:
+                if built == partitions:
+                    partitions = built
+                    break
+            else:
+                self._lai_built.append(partitions)
             if partitions or broker_id in self._full:
                 out.append(LeaderAndIsr(broker_id, epoch, ctx.controller_id, ctx.controller_epoch,
                                         partitions, live_leaders(ctx, partitions),

@@ -90,10 +90,17 @@ def leader_and_isr_body(controller_id: int, controller_epoch: int, broker_epoch:
     """LeaderAndIsr v6. topics: (name, topic id, partition states), each state with
     partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
     adding_replicas, removing_replicas, is_new, leader_recovery_state."""
+    return leader_and_isr_body_from(controller_id, controller_epoch, broker_epoch, request_type,
+                                    leader_and_isr_topics(topics), live_leaders)
+
+
+def leader_and_isr_topics(topics: Iterable[tuple[str, uuid.UUID | None, Sequence]]) -> bytes:
+    """The topic states array of a LeaderAndIsr v6 (see leader_and_isr_body):
+    the same for every broker that is sent the same partitions, so it can be
+    encoded once for all of them."""
     arrays = _IntArrays()
-    parts = [_HEADER.pack(controller_id, controller_epoch, broker_epoch, request_type)]
     topics = list(topics)
-    parts.append(_array_length(len(topics)))
+    parts = [_array_length(len(topics))]
     for name, topic_id, states in topics:
         parts += (_compact_string(name), _uuid(topic_id), _array_length(len(states)))
         for p in states:
@@ -103,6 +110,14 @@ def leader_and_isr_body(controller_id: int, controller_epoch: int, broker_epoch:
                 arrays(p.adding_replicas), arrays(p.removing_replicas),
                 b"\x01" if p.is_new else b"\x00", struct.pack(">b", p.leader_recovery_state), _NO_TAGS)
         parts.append(_NO_TAGS)
+    return b"".join(parts)
+
+
+def leader_and_isr_body_from(controller_id: int, controller_epoch: int, broker_epoch: int, request_type: int,
+                             encoded_topics: bytes,
+                             live_leaders: Sequence[tuple[int, str, int]]) -> EncodedRequest:
+    """LeaderAndIsr v6 with its topic states already encoded (leader_and_isr_topics)."""
+    parts = [_HEADER.pack(controller_id, controller_epoch, broker_epoch, request_type), encoded_topics]
     parts.append(_array_length(len(live_leaders)))
     for broker_id, host, port in live_leaders:
         parts += (_INT32.pack(broker_id), _compact_string(host), _INT32.pack(port), _NO_TAGS)
@@ -116,10 +131,16 @@ def update_metadata_body(controller_id: int, controller_epoch: int, broker_epoch
     """UpdateMetadata v7. topics: (name, topic id, partition states), each state with
     partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
     offline_replicas."""
+    return update_metadata_body_from(controller_id, controller_epoch, broker_epoch,
+                                     update_metadata_topics(topics), live_brokers)
+
+
+def update_metadata_topics(topics: Iterable[tuple[str, uuid.UUID | None, Sequence]]) -> bytes:
+    """The topic states array of an UpdateMetadata v7 (see update_metadata_body),
+    to encode once for every broker sent the same partitions."""
     arrays = _IntArrays()
-    parts = [_UM_HEADER.pack(controller_id, controller_epoch, broker_epoch)]
     topics = list(topics)
-    parts.append(_array_length(len(topics)))
+    parts = [_array_length(len(topics))]
     for name, topic_id, states in topics:
         parts += (_compact_string(name), _uuid(topic_id), _array_length(len(states)))
         for p in states:
@@ -128,6 +149,14 @@ def update_metadata_body(controller_id: int, controller_epoch: int, broker_epoch
                 arrays(p.isr), _INT32.pack(p.zk_version), arrays(p.replicas), arrays(p.offline_replicas),
                 _NO_TAGS)
         parts.append(_NO_TAGS)
+    return b"".join(parts)
+
+
+def update_metadata_body_from(controller_id: int, controller_epoch: int, broker_epoch: int,
+                              encoded_topics: bytes,
+                              live_brokers: Sequence[control.UpdateMetadataBroker]) -> EncodedRequest:
+    """UpdateMetadata v7 with its topic states already encoded (update_metadata_topics)."""
+    parts = [_UM_HEADER.pack(controller_id, controller_epoch, broker_epoch), encoded_topics]
     parts.append(_array_length(len(live_brokers)))
     for broker in live_brokers:
         parts += (_INT32.pack(broker.id), _array_length(len(broker.endpoints)))
