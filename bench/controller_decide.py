@@ -202,6 +202,96 @@ def gc_during_decision(n: int, heap_objects: int, runs: int = 5) -> str:
     return "\n    ".join(lines)
 
 
+def failover_step(store, fence, n: int, runs: int) -> dict[str, float]:
+    """The controller's part of a failover against the real ZooKeeper, as
+    Controller._run carries it out: the decision, its state writes through
+    ZkPort (fenced, batched), their results applied, and the new leader's
+    LeaderAndIsr encoded (what its sender thread does before sending); the
+    collector frozen and paused as the controller has it. What it leaves
+    out: reading /brokers/ids, and the invariant checks (after the requests
+    are queued)."""
+    from dataclasses import replace
+
+    from kafkactl.cluster.controller.execution import apply_results
+    from kafkactl.cluster.zk import layout
+
+    topic = "t"
+    paths = [layout.partition_state(topic, p) for p in range(n)]
+    base = failover_context(n)
+    store.client.ensure_path(layout.partitions(topic))
+    data = codecs_encode(base.leadership[base.all_partitions()[0]])
+    if not all(r.ok for r in store.write([zk_store.Create(p.rsplit("/", 1)[0]) for p in paths], fence)):
+        raise RuntimeError("could not create the partitions' znodes")
+    if not all(r.ok for r in store.write([zk_store.Create(p, data) for p in paths], fence)):
+        raise RuntimeError("could not create the state znodes")
+    port = ZkPort(store, fence.epoch)
+    survivors = {1: registration(1), 3: registration(3)}
+    steps: dict[str, list[float]] = {"step: decide": [], "step: zk writes": [], "step: results": [],
+                                     "step: first LAI": [], "step CPU": [], "step wall": []}
+    steps["step: in collections"] = []
+    pauses: list[float] = []
+    started: dict[str, float] = {}
+
+    def on_gc(phase, info):
+        if phase == "start":
+            started["t"] = time.perf_counter()
+        else:
+            pauses.append((time.perf_counter() - started["t"]) * 1000)
+
+    gc.callbacks.append(on_gc)
+    try:
+        for run in range(runs):
+            _failover_run(run, n, fence, port, survivors, steps, pauses)
+    finally:
+        gc.callbacks.remove(on_gc)
+    return {name: statistics.median(values) for name, values in steps.items()}
+
+
+def _failover_run(run, n, fence, port, survivors, steps, pauses) -> None:
+    from dataclasses import replace
+
+    from kafkactl.cluster.controller.execution import apply_results
+
+    if True:
+        ctx = failover_context(n)
+        ctx.controller_epoch, ctx.controller_epoch_zk_version = fence.epoch, fence.zk_version
+        for tp, state in list(ctx.leadership.items()):
+            ctx.leadership[tp] = replace(state, zk_version=run)       # what ZooKeeper holds now
+        gc.collect()
+        gc.freeze()                   # as Controller does once its context is loaded
+        pauses.clear()
+        gc.disable()                  # as Controller._run does for the whole step
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        decision = on_broker_change(ctx, survivors)
+        decided = time.process_time()
+        results = port.apply_writes(decision.zk_writes, fence.zk_version)
+        written = time.process_time()
+        outcome = apply_results(ctx, decision, results)
+        applied = time.process_time()
+        # The controller queues first the LeaderAndIsr of the broker taking
+        # over the most leaderships: broker 3 here.
+        first = next(r for r in outcome.requests if isinstance(r, LeaderAndIsr) and r.broker_id == 3)
+        shared = getattr(wire, "_shared", None)
+        if shared is not None:
+            shared.clear()
+        wire_request(first)
+        end_cpu, end_wall = time.process_time(), time.perf_counter()
+        steps["step: in collections"].append(sum(pauses))
+        gc.enable()
+        gc.unfreeze()
+        if outcome.reread:
+            raise RuntimeError("the benchmark's failover did not go through")
+        for name, value in (("step: decide", decided - start_cpu), ("step: zk writes", written - decided),
+                            ("step: results", applied - written), ("step: first LAI", end_cpu - applied),
+                            ("step CPU", end_cpu - start_cpu), ("step wall", end_wall - start_wall)):
+            steps[name].append(value * 1000)
+
+
+def codecs_encode(state) -> bytes:
+    from kafkactl.cluster.zk import codecs
+    return codecs.encode_partition_state(state)
+
+
 def real_zookeeper(n: int, runs: int) -> dict[str, float]:
     from kafkactl.cluster.local import ZooKeeperCommand, procs
     from kafkactl.cluster.local.ports import free_loopback_ports
@@ -238,7 +328,9 @@ def real_zookeeper(n: int, runs: int) -> dict[str, float]:
                 wall.append((time.perf_counter() - start_wall) * 1000)
                 if not all(r.ok for r in results):
                     raise RuntimeError("a benchmark write failed")
-            return {"zk write CPU": statistics.median(cpu), "zk write wall": statistics.median(wall)}
+            row = {"zk write CPU": statistics.median(cpu), "zk write wall": statistics.median(wall)}
+            row.update(failover_step(store, fence, n, runs))
+            return row
         finally:
             if client is not None:
                 zk_client.close(client)

@@ -184,4 +184,7 @@ def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int],
     assignments = ctx.assignments
     if partitions is None:
         partitions = ctx.partitions_on_brokers(wanted)
-    return [PartitionReplica(tp, r) for tp in partitions for r in assignments[tp].replicas if r in wanted]
+    # tuple.__new__: a NamedTuple's own constructor is a Python function, and
+    # a broker's death lists every replica it held.
+    new = tuple.__new__
+    return [new(PartitionReplica, (tp, r)) for tp in partitions for r in assignments[tp].replicas if r in wanted]
