@@ -31,8 +31,11 @@ def announce(b: DecisionBuilder, tp: TopicPartition, new_replicas: Iterable[int]
     excluded = exclude or ()
     assignment = ctx.assignments.get(tp)
     recipients = [r for r in assignment.replicas if r in live and r not in excluded] if assignment else []
-    b.batch.leader_and_isr(recipients, tp, new_replicas)
-    b.batch.update_metadata_live(tp)
+    if new_replicas:
+        b.batch.leader_and_isr(recipients, tp, new_replicas)
+        b.batch.update_metadata_live(tp)
+    else:
+        b.batch.announce(recipients, tp)
 
 
 # --- triggerOnlinePartitionStateChange: New and Offline partitions get a leader

@@ -53,6 +53,18 @@ class RequestBatch:
         for broker_id in broker_ids:
             self._metadata.setdefault(broker_id, set()).update(tps)
 
+    def announce(self, broker_ids: Iterable[int], tp: TopicPartition) -> None:
+        """leader_and_isr(broker_ids, tp) and update_metadata_live(tp): what a
+        partition's new state needs, once per partition of a failover."""
+        requests = self._leader_and_isr
+        for broker_id in broker_ids:
+            partitions = requests.get(broker_id)
+            if partitions is None:
+                partitions = requests[broker_id] = {}
+            if tp not in partitions:
+                partitions[tp] = False
+        self._metadata_live[tp] = None
+
     def update_metadata_live(self, tp: TopicPartition) -> None:
         """UpdateMetadata with this partition to every broker that is live
         once the decision is made (brokers only join or leave the live set
@@ -201,8 +213,9 @@ def update_metadata_partition(ctx: ControllerContext, tp: TopicPartition) -> Upd
 
 
 def live_leaders(ctx: ControllerContext, partitions: Iterable[LeaderAndIsrPartition]):
-    leaders = sorted({p.leader for p in partitions if ctx.is_broker_live(p.leader)})
-    return tuple(ctx.live_brokers[b] for b in leaders)
+    live = ctx.live_brokers
+    leaders = sorted(b for b in {p.leader for p in partitions} if b in live)
+    return tuple(live[b] for b in leaders)
 
 
 def _stop_epoch(ctx: ControllerContext, tp: TopicPartition, delete: bool) -> int:
