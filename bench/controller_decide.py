@@ -81,6 +81,8 @@ class _NoServerStore:
 
 def zk_ops(decision):
     port = ZkPort(_NoServerStore(), decision.context.controller_epoch)
+    if hasattr(port, "operations"):
+        return [op for ops in port.operations(decision.zk_writes) for op in ops]
     return [op for write in decision.zk_writes for op in port._ops(write)]
 
 

@@ -32,7 +32,7 @@ class ZkPort:
     def apply_writes(self, writes: Sequence[ZkWrite], controller_epoch_zk_version: int) -> list[WriteResult]:
         fence = ControllerEpoch(self.controller_epoch, controller_epoch_zk_version)
         self._ensure_parents(writes)
-        ops_per_write = [self._ops(write) for write in writes]
+        ops_per_write = self.operations(writes)
         flat = [op for ops in ops_per_write for op in ops]
         try:
             results = self.store.write(flat, fence) if flat else []
@@ -59,6 +59,16 @@ class ZkPort:
         return states
 
     # --- translation
+
+    def operations(self, writes: Sequence[ZkWrite]) -> list[list[ZkOp]]:
+        """Each write's ZooKeeper operations (reads the children of topics to delete)."""
+        # A failover's writes are all state updates: their operations made in
+        # one loop, without a call per write (tuple.__new__: no keyword parsing).
+        update, new, set_data = UpdatePartitionState, tuple.__new__, SetData
+        path, encode = layout.partition_state, codecs.encode_partition_state
+        return [[new(set_data, (path(w.topic, w.partition), encode(w.state), w.expected_zk_version))]
+                if type(w) is update else self._ops(w)
+                for w in writes]
 
     def _ensure_parents(self, writes: Sequence[ZkWrite]) -> None:
         # Kafka creates .../partitions/<p> before its state; creating parents is
