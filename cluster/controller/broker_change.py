@@ -57,7 +57,7 @@ def _replicas_offline(ctx: ControllerContext, dead: list[int], partitions: list)
     states = ctx.replica_states
     deleting = ctx.topics_to_delete
     for replica in replicas_on(ctx, dead, partitions):
-        topic = replica.topic_partition.topic
+        topic = replica[0][0]
         state = states.get(replica)
         if state is ReplicaStateName.ONLINE:
             # Nearly every replica of a dead broker: Online -> Offline is

@@ -156,8 +156,9 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
     # for every partition it held (10,000s), so per-partition work is kept to
     # the election, the write and the announcement.
     assignments, leadership, live = ctx.assignments, ctx.leadership, ctx.live_brokers
-    deleting = ctx.topics_to_delete
+    partition_states, deleting = ctx.partition_states, ctx.topics_to_delete
     online = ctx.online_brokers()
+    unclean: dict[str, bool] = {}
     for tp in sorted_unique(tps):
         if tp not in assignments or tp.topic in deleting:
             continue
@@ -165,7 +166,18 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
         if state is None:
             continue
         if state.leader == NO_LEADER or state.leader not in live:     # no live leader
-            elect_offline(b, tp, online)
+            # elect_offline, with what it looks up hoisted out of the loop.
+            topic = tp.topic
+            if topic not in unclean:
+                unclean[topic] = ctx.unclean_enabled(topic)
+            replicas = assignments[tp].replicas
+            result = offline_election(replicas, state.isr, online, unclean[topic])
+            if type(result) is Elected:
+                b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
+                psm.transition(partition_states, tp, ONLINE)
+                b.batch.announce([r for r in replicas if r in live], tp)
+            else:
+                make_leaderless(b, tp)
             continue
         dead = [r for r in state.isr if r not in live]
         if dead:

@@ -179,7 +179,8 @@ def _screen_partitions(ctx: ControllerContext, previous: ControllerContext | Non
                 if ok and topic not in deleting:
                     has_live_leader = leader != NO_LEADER and leader in live
                     ok = (leader == NO_LEADER or has_live_leader) and (
-                        has_live_leader if partition_state is online else partition_state is offline)
+                        has_live_leader if partition_state is online
+                        else partition_state is offline and not has_live_leader)
         if not ok:
             suspects.append(tp)
         if state is not None and before_all is not None and tp in before_all:
