@@ -56,13 +56,14 @@ def on_broker_failure(ctx: ControllerContext, broker_ids: Iterable[int]) -> Deci
 def _replicas_offline(ctx: ControllerContext, dead: list[int], partitions: list) -> None:
     states = ctx.replica_states
     deleting = ctx.topics_to_delete
+    online, offline = ReplicaStateName.ONLINE, ReplicaStateName.OFFLINE
     for replica in replicas_on(ctx, dead, partitions):
         topic = replica[0][0]
         state = states.get(replica)
-        if state is ReplicaStateName.ONLINE:
+        if state is online:
             # Nearly every replica of a dead broker: Online -> Offline is
             # always valid, so skip the state machine's general path.
-            states[replica] = ReplicaStateName.OFFLINE
+            states[replica] = offline
         elif topic in deleting and state is ReplicaStateName.DELETION_STARTED:
             # Its StopReplica died with it: retry when the broker is back.
             rsm.transition(states, replica, ReplicaStateName.DELETION_INELIGIBLE)
