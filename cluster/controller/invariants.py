@@ -291,14 +291,20 @@ def _check_index(ctx: ControllerContext, changes: Changes | None = None) -> None
                      lambda: f"the replica index of broker {broker_id} does not match the assignments")
         return
     # The index changes only with the assignments, so only partitions whose
-    # assignment changed can have it wrong; the full check (the simulation
-    # runs it at every step) covers the rest.
-    for tp in changes.assignments:
+    # assignment changed can have it wrong, and only on the brokers of their
+    # replicas before or after (changes.replicas lists both); the full check
+    # (the simulation runs it at every step) covers the rest.
+    reassigned = changes.assignments
+    if not reassigned:
+        return
+    for replica in changes.replicas:
+        tp, broker_id = replica
+        if tp not in reassigned:
+            continue
         assignment = assignments.get(tp)
         replicas = assignment.replicas if assignment is not None else ()
-        for broker_id in assignments.brokers():
-            _require((tp in assignments.partitions_on(broker_id)) == (broker_id in replicas),
-                     lambda: f"{tp}: the replica index of broker {broker_id} does not match {replicas}")
+        _require((tp in assignments.partitions_on(broker_id)) == (broker_id in replicas),
+                 lambda: f"{tp}: the replica index of broker {broker_id} does not match {replicas}")
 
 
 def _check_progress(ctx: ControllerContext, previous: ControllerContext, tps) -> None:
