@@ -311,7 +311,9 @@ def real_zookeeper(n: int, runs: int) -> dict[str, float]:
         try:
             wait_ready("127.0.0.1", port, 30, lambda: procs.exit_code(launched.pid) is None,
                        log_file, launched.log_offset)
-            client = zk_client.connect(f"127.0.0.1:{port}/bench", session_timeout_ms=10000)
+            # A long session: on a loaded machine ZooKeeper can go quiet for seconds
+            # under 50,000 writes, and kazoo drops a connection after a third of it.
+            client = zk_client.connect(f"127.0.0.1:{port}/bench", session_timeout_ms=30000)
             store = zk_store.ZkControllerStore(client, timeout_s=30.0)
             fence = store.elect(1, 1)
             client.ensure_path("/states")
