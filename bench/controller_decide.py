@@ -165,15 +165,16 @@ class _BrokerObject:
 
 def gc_during_decision(n: int, heap_objects: int, runs: int = 5) -> str:
     """Collections during the failover step (decision and invariant checks),
-    with `heap_objects` other long-lived objects in the process, without and
-    with gc.freeze() after the context is loaded (as Controller does)."""
+    with `heap_objects` other long-lived objects in the process: with the
+    collector on, with gc.freeze() after the context is loaded, and paused
+    for the step as Controller._run has it (its collections come after)."""
     heap = [_BrokerObject(i) for i in range(heap_objects)]
     lines = []
-    for frozen in (False, True):
+    for mode in ("as is", "after gc.freeze()", "paused (Controller)"):
         ctx = failover_context(n)
         survivors = {1: registration(1), 3: registration(3)}
         gc.collect()
-        if frozen:
+        if mode == "after gc.freeze()":
             gc.freeze()
         pauses: list[tuple[int, float]] = []
         started: dict[str, float] = {}
@@ -188,17 +189,20 @@ def gc_during_decision(n: int, heap_objects: int, runs: int = 5) -> str:
         gc.callbacks.append(callback)
         try:
             for _ in range(runs):
+                if mode == "paused (Controller)":
+                    gc.disable()
                 start = time.process_time()
                 decision = on_broker_change(ctx, survivors)
                 check_invariants(decision.context, ctx, frozenset(), only_changed=True)
                 cpu.append((time.process_time() - start) * 1000)
+                gc.enable()
                 del decision
         finally:
             gc.callbacks.remove(callback)
             gc.unfreeze()
         by_gen = {g: [ms for gen, ms in pauses if gen == g] for g in (0, 1, 2)}
         counts = ", ".join(f"gen{g} {len(v) / runs:.1f} ({sum(v) / runs:.1f} ms)" for g, v in by_gen.items())
-        lines.append(f"{'after gc.freeze()' if frozen else 'as is':<18} step {statistics.median(cpu):6.1f} ms "
+        lines.append(f"{mode:<20} step {statistics.median(cpu):6.1f} ms "
                      f"CPU (median); collections per step (mean): {counts}")
     del heap
     return "\n    ".join(lines)
@@ -209,7 +213,7 @@ def failover_step(store, fence, n: int, runs: int) -> dict[str, float]:
     Controller._run carries it out: the decision, its state writes through
     ZkPort (fenced, batched), their results applied, and the new leader's
     LeaderAndIsr encoded (what its sender thread does before sending); the
-    collector frozen and paused as the controller has it. What it leaves
+    collector paused as the controller has it. What it leaves
     out: reading /brokers/ids, and the invariant checks (after the requests
     are queued)."""
     from dataclasses import replace
@@ -260,7 +264,6 @@ def _failover_run(run, n, fence, port, survivors, steps, pauses) -> None:
         for tp, state in list(ctx.leadership.items()):
             ctx.leadership[tp] = replace(state, zk_version=run)       # what ZooKeeper holds now
         gc.collect()
-        gc.freeze()                   # as Controller does once its context is loaded
         pauses.clear()
         gc.disable()                  # as Controller._run does for the whole step
         start_cpu, start_wall = time.process_time(), time.perf_counter()
@@ -280,7 +283,6 @@ def _failover_run(run, n, fence, port, survivors, steps, pauses) -> None:
         end_cpu, end_wall = time.process_time(), time.perf_counter()
         steps["step: in collections"].append(sum(pauses))
         gc.enable()
-        gc.unfreeze()
         if outcome.reread:
             raise RuntimeError("the benchmark's failover did not go through")
         for name, value in (("step: decide", decided - start_cpu), ("step: zk writes", written - decided),
@@ -348,7 +350,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--zk", action="store_true", help="also time writes to a real ZooKeeper")
     parser.add_argument("--gc", action="store_true",
-                        help="show collections during the failover step, without and with gc.freeze()")
+                        help="show collections during the failover step: collector on, gc.freeze(), paused")
     parser.add_argument("--heap-objects", type=int, default=300_000,
                         help="long-lived objects standing for the broker process (--gc)")
     args = parser.parse_args()

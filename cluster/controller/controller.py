@@ -147,14 +147,6 @@ class Controller:
         self._port = ZkPort(self.store, won.epoch)
         snapshot, notifications = self._read_cluster(won)
         self.context = failover.load_context(snapshot, self.broker_id, self.config)
-        # The context (and the broker's own state around it) is long-lived:
-        # move everything allocated so far out of the collector's sight. A
-        # failover decision allocates enough to trigger a full collection,
-        # and in a broker process that traversal cost 70+ ms of the event
-        # thread, in the middle of the decision. Frozen objects are still freed
-        # by reference counting; only cyclic garbage that exists right now
-        # would wait, until _resign unfreezes.
-        gc.freeze()
         self._sync_channel()
         self._active = True
         try:
@@ -168,7 +160,6 @@ class Controller:
             return
         log.info("broker %s resigns as controller", self.broker_id)
         self.context = None
-        gc.unfreeze()          # back to the collector: nothing frozen stays uncollected
         self._active = False
         if self.channel is not None:
             self.channel.shutdown()
@@ -388,7 +379,14 @@ class _PausedCollector:
     checks). Deferred to the end of the step, the same work runs once the
     requests are on their way. Nothing is lost meanwhile: reference counting
     still frees what it can, and cycles are collected once the collector is
-    back (it is process-wide, off for one step at a time)."""
+    back (it is process-wide, off for one step at a time).
+
+    gc.freeze() after the context is loaded was measured too
+    (bench/controller_decide.py --gc): with the collector on, it shortened
+    full collections of a 10,000-partition step but made them more frequent
+    in a 50,000-partition one (the frozen heap no longer counts towards the
+    threshold), and it keeps cyclic garbage of the whole broker from being
+    collected while this broker is controller. Pausing makes it unnecessary."""
 
     def __init__(self) -> None:
         self._was_enabled = gc.isenabled()
