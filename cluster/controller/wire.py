@@ -47,9 +47,17 @@ def _topic_uuid(topic_id: str | None) -> uuid.UUID:
 
 
 def _by_topic(partitions):
-    grouped = defaultdict(list)
+    """Partitions grouped by (topic, topic id), in order of first appearance.
+    A request's partitions come sorted, so a topic's run is appended to its
+    group without a lookup per partition."""
+    grouped: dict[tuple, list] = {}
+    last_topic = last_id = group = None
     for partition in partitions:
-        grouped[(partition.topic, getattr(partition, "topic_id", None))].append(partition)
+        topic, topic_id = partition.topic, getattr(partition, "topic_id", None)
+        if group is None or topic != last_topic or topic_id != last_id:
+            group = grouped.setdefault((topic, topic_id), [])
+            last_topic, last_id = topic, topic_id
+        group.append(partition)
     return grouped
 
 
