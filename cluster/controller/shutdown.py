@@ -16,7 +16,7 @@ from typing import Iterable
 from kafkactl.cluster.controller import partition_state_machine as psm
 from kafkactl.cluster.controller import replica_state_machine as rsm
 from kafkactl.cluster.controller.builder import DecisionBuilder
-from kafkactl.cluster.controller.changes import announce, remove_from_isr
+from kafkactl.cluster.controller.changes import announce, remove_from_isr, sorted_unique
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.election import Elected, controlled_shutdown_election
 from kafkactl.cluster.controller.model import (
@@ -48,7 +48,7 @@ def partitions_to_move(ctx: ControllerContext, broker_id: int) -> list[TopicPart
 
 def move_away(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPartition]) -> None:
     ctx = b.ctx
-    for tp in sorted(set(tps)):
+    for tp in sorted_unique(tps):
         state = ctx.leadership.get(tp)
         if state is None or ctx.is_queued_for_deletion(tp.topic):
             continue
