@@ -46,22 +46,30 @@ def on_broker_failure(ctx: ControllerContext, broker_ids: Iterable[int]) -> Deci
     for broker_id in dead:
         del b.ctx.live_brokers[broker_id]
         b.ctx.shutting_down.discard(broker_id)
-    _replicas_offline(b.ctx, dead)
-    handle_offline_replicas(b, b.ctx.partitions_on_brokers(dead))
+    affected = b.ctx.partitions_on_brokers(dead)
+    _replicas_offline(b.ctx, dead, affected)
+    handle_offline_replicas(b, affected)
     b.batch.update_metadata(b.ctx.live_brokers)      # the live broker list changed
     return b.decision(retry=redo_offline_replicas)
 
 
-def _replicas_offline(ctx: ControllerContext, dead: list[int]) -> None:
-    for replica in replicas_on(ctx, dead):
-        topic = replica.topic_partition.topic
-        state = rsm.current_state(ctx.replica_states, replica)
-        if ctx.is_queued_for_deletion(topic) and state is ReplicaStateName.DELETION_STARTED:
+def _replicas_offline(ctx: ControllerContext, dead: list[int], partitions: list) -> None:
+    states = ctx.replica_states
+    deleting = ctx.topics_to_delete
+    online, offline = ReplicaStateName.ONLINE, ReplicaStateName.OFFLINE
+    for replica in replicas_on(ctx, dead, partitions):
+        topic = replica[0][0]
+        state = states.get(replica)
+        if state is online:
+            # Nearly every replica of a dead broker: Online -> Offline is
+            # always valid, so skip the state machine's general path.
+            states[replica] = offline
+        elif topic in deleting and state is ReplicaStateName.DELETION_STARTED:
             # Its StopReplica died with it: retry when the broker is back.
-            rsm.transition(ctx.replica_states, replica, ReplicaStateName.DELETION_INELIGIBLE)
+            rsm.transition(states, replica, ReplicaStateName.DELETION_INELIGIBLE)
             ctx.deletion_ineligible.add(topic)
         else:
-            rsm.take_offline(ctx.replica_states, replica)
+            rsm.take_offline(states, replica)
 
 
 def on_broker_startup(ctx: ControllerContext, registrations: Mapping[int, BrokerRegistration]) -> Decision:

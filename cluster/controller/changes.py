@@ -27,16 +27,28 @@ def announce(b: DecisionBuilder, tp: TopicPartition, new_replicas: Iterable[int]
              exclude: Iterable[int] = ()) -> None:
     """LeaderAndIsr to the partition's live replicas, UpdateMetadata to every live broker."""
     ctx = b.ctx
-    excluded = set(exclude)
-    recipients = [r for r in ctx.replicas(tp) if ctx.is_broker_live(r) and r not in excluded]
-    b.batch.leader_and_isr(recipients, tp, new_replicas)
-    b.batch.update_metadata(ctx.live_brokers, [tp])
+    live = ctx.live_brokers
+    excluded = exclude or ()
+    assignment = ctx.assignments.get(tp)
+    recipients = [r for r in assignment.replicas if r in live and r not in excluded] if assignment else []
+    if new_replicas:
+        b.batch.leader_and_isr(recipients, tp, new_replicas)
+        b.batch.update_metadata_live(tp)
+    else:
+        b.batch.announce(recipients, tp)
 
 
 # --- triggerOnlinePartitionStateChange: New and Offline partitions get a leader
 
+def sorted_unique(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    """Each partition once, in order. Through a dict rather than a set: it
+    keeps the order the partitions came in, usually sorted already, which
+    the sort then only has to confirm (a set's order costs a full sort)."""
+    return sorted(dict.fromkeys(tps))
+
+
 def online_or_elect(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
-    for tp in sorted(set(tps)):
+    for tp in sorted_unique(tps):
         _online_or_elect_one(b, tp)
 
 
@@ -84,12 +96,16 @@ def _replicas_online(ctx: ControllerContext, tp: TopicPartition) -> None:
             rsm.transition(ctx.replica_states, replica, ReplicaStateName.ONLINE)
 
 
-def elect_offline(b: DecisionBuilder, tp: TopicPartition) -> None:
+def elect_offline(b: DecisionBuilder, tp: TopicPartition, online: frozenset[int] | None = None) -> None:
+    """`online`: ctx.online_brokers(), if the caller has it (a loop over many
+    partitions computes it once)."""
     ctx = b.ctx
     state = ctx.leadership[tp]
-    result = offline_election(ctx.replicas(tp), state.isr, ctx.online_brokers(), ctx.unclean_enabled(tp.topic))
-    if isinstance(result, Elected):
-        b.write_partition_state(tp, b.next_state(tp, result.leader, result.isr, result.leader_recovery_state))
+    if online is None:
+        online = ctx.online_brokers()
+    result = offline_election(ctx.assignments[tp].replicas, state.isr, online, ctx.unclean_enabled(tp.topic))
+    if type(result) is Elected:
+        b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
         psm.transition(ctx.partition_states, tp, ONLINE)
         announce(b, tp)
     else:
@@ -105,7 +121,7 @@ def make_leaderless(b: DecisionBuilder, tp: TopicPartition) -> None:
     live_isr = [r for r in state.isr if ctx.is_broker_live(r)]
     new_isr = live_isr or list(state.isr)
     if state.leader != NO_LEADER or new_isr != list(state.isr):
-        b.write_partition_state(tp, b.next_state(tp, NO_LEADER, new_isr, state.leader_recovery_state))
+        b.write_next_state(tp, NO_LEADER, new_isr, state.leader_recovery_state)
         announce(b, tp)
     psm.transition(ctx.partition_states, tp, OFFLINE)
 
@@ -123,7 +139,7 @@ def remove_from_isr(b: DecisionBuilder, tp: TopicPartition, broker_ids: Iterable
     leader = NO_LEADER if state.leader in removed else state.leader
     if leader == state.leader and new_isr == list(state.isr):
         return False
-    b.write_partition_state(tp, b.next_state(tp, leader, new_isr, state.leader_recovery_state))
+    b.write_next_state(tp, leader, new_isr, state.leader_recovery_state)
     if leader == NO_LEADER:
         psm.transition(ctx.partition_states, tp, OFFLINE)
     announce(b, tp, exclude=announce_exclude)
@@ -136,16 +152,34 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
     """Partitions whose leader is gone get a new one from the live ISR; the
     others lose their dead followers from the ISR. One write per partition."""
     ctx = b.ctx
-    for tp in sorted(set(tps)):
-        if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
+    # One pass with the context's lookups hoisted: a broker's death runs this
+    # for every partition it held (10,000s), so per-partition work is kept to
+    # the election, the write and the announcement.
+    assignments, leadership, live = ctx.assignments, ctx.leadership, ctx.live_brokers
+    partition_states, deleting = ctx.partition_states, ctx.topics_to_delete
+    online = ctx.online_brokers()
+    unclean: dict[str, bool] = {}
+    for tp in sorted_unique(tps):
+        if tp not in assignments or tp.topic in deleting:
             continue
-        state = ctx.leadership.get(tp)
+        state = leadership.get(tp)
         if state is None:
             continue
-        if not ctx.has_live_leader(tp):
-            elect_offline(b, tp)
+        if state.leader == NO_LEADER or state.leader not in live:     # no live leader
+            # elect_offline, with what it looks up hoisted out of the loop.
+            topic = tp.topic
+            if topic not in unclean:
+                unclean[topic] = ctx.unclean_enabled(topic)
+            replicas = assignments[tp].replicas
+            result = offline_election(replicas, state.isr, online, unclean[topic])
+            if type(result) is Elected:
+                b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
+                psm.transition(partition_states, tp, ONLINE)
+                b.batch.announce([r for r in replicas if r in live], tp)
+            else:
+                make_leaderless(b, tp)
             continue
-        dead = [r for r in state.isr if not ctx.is_broker_live(r)]
+        dead = [r for r in state.isr if r not in live]
         if dead:
             remove_from_isr(b, tp, dead)
 
@@ -156,6 +190,16 @@ def redo_offline_replicas(ctx: ControllerContext, tps: frozenset[TopicPartition]
     return b.decision(retry=redo_offline_replicas)
 
 
-def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int]) -> list[PartitionReplica]:
+def replicas_on(ctx: ControllerContext, broker_ids: Iterable[int],
+                partitions: list[TopicPartition] | None = None) -> list[PartitionReplica]:
+    """The brokers' replicas, by partition, each partition's in assignment
+    order. `partitions`: ctx.partitions_on_brokers(broker_ids), if the caller
+    has it."""
     wanted = set(broker_ids)
-    return [PartitionReplica(tp, r) for tp in ctx.all_partitions() for r in ctx.replicas(tp) if r in wanted]
+    assignments = ctx.assignments
+    if partitions is None:
+        partitions = ctx.partitions_on_brokers(wanted)
+    # tuple.__new__: a NamedTuple's own constructor is a Python function, and
+    # a broker's death lists every replica it held.
+    new = tuple.__new__
+    return [new(PartitionReplica, (tp, r)) for tp in partitions for r in assignments[tp].replicas if r in wanted]

@@ -15,7 +15,7 @@ context it was given.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import AbstractSet as Set, Iterable
 
 from kafkactl.cluster.controller.model import (
     NO_LEADER, PartitionReplica, ReplicaAssignment, TopicPartition,
@@ -25,6 +25,114 @@ from kafkactl.cluster.controller.replica_state_machine import ReplicaStateName
 from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+class ReplicaAssignments(dict):
+    """Partition -> ReplicaAssignment, with an index of the partitions each
+    broker holds a replica of (adding and removing ones included).
+
+    A broker's death must find its partitions without scanning every
+    assignment (100,000 partitions, a few of them on that broker). The index
+    lives inside the dict and follows every way of changing it, so no caller
+    can forget to keep it up to date. Copies share the per-broker sets until
+    one side changes a broker's set (copy on write): a decision copies the
+    context at every step and changes few assignments, if any."""
+
+    __slots__ = ("_by_broker", "_owned")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+        self._by_broker: dict[int, set[TopicPartition]] = {}
+        self._owned: set[int] = set()      # brokers whose set only this dict refers to
+        self.update(*args, **kwargs)
+
+    def partitions_on(self, broker_id: int) -> Set[TopicPartition]:
+        """The partitions with a replica on the broker (do not change the set)."""
+        return self._by_broker.get(broker_id, _NONE)
+
+    def brokers(self) -> Set[int]:
+        """The brokers the index lists (each holds at least one replica)."""
+        return self._by_broker.keys()
+
+    def copy(self) -> ReplicaAssignments:
+        clone = ReplicaAssignments.__new__(ReplicaAssignments)
+        dict.update(clone, self)
+        clone._by_broker = dict(self._by_broker)
+        clone._owned = set()
+        self._owned = set()                 # the sets are shared from now on
+        return clone
+
+    def _broker_set(self, broker_id: int) -> set[TopicPartition]:
+        if broker_id in self._owned:
+            return self._by_broker[broker_id]
+        tps = set(self._by_broker.get(broker_id, ()))
+        self._by_broker[broker_id] = tps
+        self._owned.add(broker_id)
+        return tps
+
+    def _unindex(self, tp: TopicPartition) -> None:
+        old = dict.get(self, tp)
+        if old is not None:
+            for broker_id in old.replicas:
+                tps = self._broker_set(broker_id)
+                tps.discard(tp)
+                if not tps:
+                    del self._by_broker[broker_id]
+                    self._owned.discard(broker_id)
+
+    def __setitem__(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        self._unindex(tp)
+        dict.__setitem__(self, tp, assignment)
+        for broker_id in assignment.replicas:
+            self._broker_set(broker_id).add(tp)
+
+    def __delitem__(self, tp: TopicPartition) -> None:
+        if tp not in self:
+            raise KeyError(tp)
+        self._unindex(tp)
+        dict.__delitem__(self, tp)
+
+    _MISSING = object()
+
+    def pop(self, tp, default=_MISSING):
+        if tp in self:
+            value = dict.__getitem__(self, tp)
+            del self[tp]
+            return value
+        if default is ReplicaAssignments._MISSING:
+            raise KeyError(tp)
+        return default
+
+    def popitem(self):
+        tp, value = dict.popitem(self)
+        dict.__setitem__(self, tp, value)
+        del self[tp]
+        return tp, value
+
+    def setdefault(self, tp, default=None):
+        if tp not in self:
+            self[tp] = default
+        return dict.__getitem__(self, tp)
+
+    def update(self, *args, **kwargs) -> None:
+        for tp, assignment in dict(*args, **kwargs).items():
+            self[tp] = assignment
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._by_broker = {}
+        self._owned = set()
+
+    def __reduce__(self):
+        # Copy and pickle rebuild through __init__, which builds the index.
+        return (ReplicaAssignments, (dict(self),))
+
+
+_NONE: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +162,7 @@ class ControllerContext:
     # --- mirror of ZooKeeper
     live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     topic_ids: dict[str, str | None] = field(default_factory=dict)
-    assignments: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
+    assignments: ReplicaAssignments = field(default_factory=ReplicaAssignments)
     leadership: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)           # /admin/delete_topics
     reassign_admin: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
@@ -67,6 +175,10 @@ class ControllerContext:
     reassignments: dict[TopicPartition, Reassignment] = field(default_factory=dict)
     deletion_ineligible: set[str] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.assignments, ReplicaAssignments):
+            self.assignments = ReplicaAssignments(self.assignments)
+
     def copy(self) -> ControllerContext:
         return ControllerContext(
             controller_id=self.controller_id,
@@ -75,7 +187,7 @@ class ControllerContext:
             config=self.config,
             live_brokers=dict(self.live_brokers),
             topic_ids=dict(self.topic_ids),
-            assignments=dict(self.assignments),
+            assignments=self.assignments.copy(),
             leadership=dict(self.leadership),
             topics_to_delete=set(self.topics_to_delete),
             reassign_admin=dict(self.reassign_admin),
@@ -143,8 +255,10 @@ class ControllerContext:
         return [PartitionReplica(tp, b) for b in self._replicas_of(tp)]
 
     def partitions_on_brokers(self, broker_ids: Iterable[int]) -> list[TopicPartition]:
-        wanted = set(broker_ids)
-        return sorted(tp for tp, a in self.assignments.items() if wanted.intersection(a.replicas))
+        found: set[TopicPartition] = set()
+        for broker_id in set(broker_ids):
+            found.update(self.assignments.partitions_on(broker_id))
+        return sorted(found)
 
     def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
         return sorted(tp for tp, s in self.leadership.items() if s.leader == broker_id)

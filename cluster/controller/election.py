@@ -13,14 +13,14 @@ new leaderships. The controlled-shutdown election takes both sets apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Collection, Sequence
+from typing import Collection, NamedTuple, Sequence
 
 from kafkactl.cluster.controller.model import RECOVERED, RECOVERING
 
 
-@dataclass(frozen=True, slots=True)
-class Elected:
+class Elected(NamedTuple):
+    # A tuple: a failover elects 10,000s of leaders, and a tuple is built
+    # faster than a frozen dataclass.
     leader: int
     isr: tuple[int, ...]
     leader_recovery_state: int = RECOVERED
@@ -30,8 +30,7 @@ class Elected:
         return self.leader_recovery_state == RECOVERING
 
 
-@dataclass(frozen=True, slots=True)
-class NotElected:
+class NotElected(NamedTuple):
     reason: str
 
 
@@ -47,7 +46,7 @@ def offline_election(assignment: Sequence[int], isr: Sequence[int], live: Collec
     live_replicas = [r for r in assignment if r in live]
     for replica in live_replicas:
         if replica in isr:
-            return Elected(replica, tuple(r for r in isr if r in live_replicas))
+            return Elected(replica, tuple([r for r in isr if r in live_replicas]))
     if not live_replicas:
         return NotElected("no assigned replica is live")
     if not unclean_allowed:

@@ -17,7 +17,7 @@ makes one leader per partition per leader epoch over the whole history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import AbstractSet, Callable
 
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.model import NO_LEADER, RECOVERING, PartitionReplica, TopicPartition
@@ -48,18 +48,36 @@ def check_invariants(ctx: ControllerContext, previous: ControllerContext | None 
              lambda: f"shutting-down brokers {sorted(ctx.shutting_down - set(ctx.live_brokers))} are not live")
     changes = changed_partitions(ctx, previous) if only_changed and previous is not None else None
     changed = None if changes is None else changes.partitions
-    for tp in (ctx.all_partitions() if changed is None else sorted(changed & ctx.assignments.keys())):
-        if tp not in retrying:
-            _check_partition(ctx, tp)
-    _check_bookkeeping(ctx, changes)
+    # In the contexts' own order, not a set's: the states a step wrote lie in
+    # memory in that order, and visiting 10,000 of them at random costs twice
+    # as much as the checks themselves (cache misses).
+    assignments = ctx.assignments
+    if changed is None:
+        tps = [tp for tp in assignments if tp not in retrying] if retrying else assignments.keys()
+    else:
+        tps = [tp for tp in changed if tp in assignments and tp not in retrying]
+    # Every replica of a partition has a state: checked per partition in full,
+    # and otherwise only where the assignment changed; a replica state that
+    # went away is caught by _check_bookkeeping.
+    suspects, regressed = _screen_partitions(ctx, previous, tps, None if changes is None else changes.assignments)
+    for tp in sorted(suspects):
+        _check_partition(ctx, tp)
+    _check_bookkeeping(ctx, changes, retrying)
+    _check_index(ctx, changes)
     if previous is not None:
-        _check_progress(ctx, previous, changed)
+        # Partitions waiting for a retry were left out of the screen; their
+        # epochs must not go back either.
+        waiting = retrying & ctx.leadership.keys()
+        _check_progress(ctx, previous, sorted(regressed) + sorted(
+            waiting if changed is None else waiting & changed))
 
 
 @dataclass(frozen=True, slots=True)
 class Changes:
-    partitions: set[TopicPartition]
-    replicas: set[PartitionReplica]   # whose state changed, or whose partition's assignment did
+    # Ordered sets (a dict's keys): iterated in the contexts' order, see check_invariants.
+    partitions: AbstractSet[TopicPartition]
+    replicas: AbstractSet[PartitionReplica]   # whose state changed, or whose partition's assignment did
+    assignments: AbstractSet[TopicPartition] = frozenset()   # whose assignment changed (or topic's deletion began/ended)
 
 
 def changed_partitions(ctx: ControllerContext, previous: ControllerContext) -> Changes | None:
@@ -69,28 +87,111 @@ def changed_partitions(ctx: ControllerContext, previous: ControllerContext) -> C
     if (ctx.controller_epoch != previous.controller_epoch or ctx.config != previous.config
             or ctx.topic_ids != previous.topic_ids):
         return None
-    changed: set[TopicPartition] = set()
+    changed: dict[TopicPartition, None] = {}
     for now, before in ((ctx.leadership, previous.leadership), (ctx.partition_states, previous.partition_states)):
-        changed.update(tp for tp, value in now.items() if before.get(tp) is not value)
-        changed.update(before.keys() - now.keys())
-    reassigned = {tp for tp, value in ctx.assignments.items() if previous.assignments.get(tp) is not value}
-    reassigned.update(previous.assignments.keys() - ctx.assignments.keys())
-    now_replicas, before_replicas = ctx.replica_states, previous.replica_states
-    replicas = {r for r, state in now_replicas.items() if before_replicas.get(r) is not state}
-    replicas.update(before_replicas.keys() - now_replicas.keys())
+        changed.update(dict.fromkeys(_changed_keys(now, before)))
+    reassigned = dict.fromkeys(_changed_keys(ctx.assignments, previous.assignments))
+    replicas = dict.fromkeys(_changed_keys(ctx.replica_states, previous.replica_states))
     # A broker that died or came back changes what its partitions may be led by.
     moved = {b for b in ctx.live_brokers.keys() ^ previous.live_brokers.keys()} | {
         b for b, r in ctx.live_brokers.items() if b in previous.live_brokers and previous.live_brokers[b] != r}
     if moved:
-        changed.update(tp for tp, state in ctx.leadership.items() if state.leader in moved)
+        changed.update(dict.fromkeys([tp for tp, state in ctx.leadership.items() if state.leader in moved]))
     deleting = ctx.topics_to_delete ^ previous.topics_to_delete
     if deleting:
-        reassigned.update(tp for tp in ctx.assignments if tp.topic in deleting)
+        reassigned.update(dict.fromkeys([tp for tp in ctx.assignments if tp.topic in deleting]))
     for tp in reassigned:
-        replicas.update(PartitionReplica(tp, b) for b in {*ctx.replicas(tp), *previous.replicas(tp)})
+        replicas.update(dict.fromkeys(PartitionReplica(tp, b) for b in sorted({*ctx.replicas(tp), *previous.replicas(tp)})))
     changed.update(reassigned)
-    changed.update(r.topic_partition for r in replicas)
-    return Changes(changed, replicas)
+    changed.update(dict.fromkeys([r[0] for r in replicas]))
+    return Changes(changed.keys(), replicas.keys(), reassigned.keys())
+
+
+_ABSENT = object()
+
+
+def _changed_keys(now: dict, before: dict) -> list:
+    """Keys whose value is not the very same object in both dicts, or that
+    only one of them has."""
+    get = before.get
+    changed = [key for key, value in now.items() if get(key, _ABSENT) is not value]
+    # Keys gone from `now`: only look for them when the counts say there are
+    # some (a set difference of 30,000 replica keys costs more than the rest).
+    added = sum(1 for key in changed if key not in before) if len(before) > len(now) - len(changed) else 0
+    if len(before) > len(now) - added:
+        changed.extend(before.keys() - now.keys())
+    return changed
+
+
+def _screen_partitions(ctx: ControllerContext, previous: ControllerContext | None, tps,
+                       replicas_changed: set[TopicPartition] | None) -> tuple[list, list]:
+    """The partitions of `tps` that may break _check_partition, and those
+    whose leadership may have gone back since `previous` (_check_progress).
+
+    One pass with the context's lookups hoisted, because this runs on every
+    partition a failover changed. The screen is at least as strict as the
+    detailed checks (anything it passes, they pass), which then run on the
+    suspects only and say what is wrong: they stay the single statement of
+    the invariants. `replicas_changed`: the partitions whose replicas' states
+    must be looked up (None: all)."""
+    assignments, leadership, partition_states = ctx.assignments, ctx.leadership, ctx.partition_states
+    replica_states, topic_ids, deleting, live = ctx.replica_states, ctx.topic_ids, ctx.topics_to_delete, ctx.live_brokers
+    epoch = ctx.controller_epoch
+    online, offline, new = PartitionStateName.ONLINE, PartitionStateName.OFFLINE, PartitionStateName.NEW
+    before_all = previous.leadership if previous is not None else None
+    same_ids = previous is not None and previous.topic_ids == ctx.topic_ids
+    # Per distinct replica list (partitions share a handful): its set, or
+    # None when it is empty or repeats a broker.
+    replica_sets: dict[tuple[int, ...], frozenset[int] | None] = {}
+    suspects, regressed = [], []
+    # Written with `in` and subscripts rather than .get(): a method call
+    # costs more than the lookup it makes, 10,000s of times here.
+    for tp in tps:
+        assignment = assignments[tp]
+        replicas = assignment.replicas
+        if replicas in replica_sets:
+            replica_set = replica_sets[replicas]
+        else:
+            replica_set = frozenset(replicas)
+            if not replicas or len(replica_set) != len(replicas):
+                replica_set = None
+            replica_sets[replicas] = replica_set
+        topic = tp[0]
+        state = leadership[tp] if tp in leadership else None
+        # Adding/removing replicas are screened out too: rare, checked in full.
+        ok = replica_set is not None and topic in topic_ids and not assignment.adding and not assignment.removing
+        if ok and (replicas_changed is None or tp in replicas_changed):
+            for broker_id in replicas:
+                if (tp, broker_id) not in replica_states:
+                    ok = False
+        if ok:
+            partition_state = partition_states[tp] if tp in partition_states else None
+            if state is None:
+                ok = topic in deleting or partition_state is new
+            else:
+                isr, leader = state.isr, state.leader
+                size = len(isr)
+                # No repeats: compared directly for the usual sizes (a set per partition costs more).
+                ok = ((size == 1 or (size == 2 and isr[0] != isr[1]) or (size > 2 and len(set(isr)) == size))
+                      and replica_set.issuperset(isr) and state.controller_epoch <= epoch)
+                if ok and leader != NO_LEADER:
+                    ok = (leader in isr or state.leader_recovery_state == RECOVERING) and leader in replica_set
+                if ok and topic not in deleting:
+                    has_live_leader = leader != NO_LEADER and leader in live
+                    ok = (leader == NO_LEADER or has_live_leader) and (
+                        has_live_leader if partition_state is online
+                        else partition_state is offline and not has_live_leader)
+        if not ok:
+            suspects.append(tp)
+        if state is not None and before_all is not None and tp in before_all:
+            before = before_all[tp]
+            if before is not state and not (
+                    state.zk_version >= before.zk_version and (
+                        state.leader_epoch > before.leader_epoch
+                        or (state.leader_epoch == before.leader_epoch and state.leader == before.leader))):
+                if same_ids or previous.topic_ids.get(topic) == ctx.topic_ids.get(topic):
+                    regressed.append(tp)
+    return suspects, regressed
 
 
 def _check_partition(ctx: ControllerContext, tp: TopicPartition) -> None:
@@ -130,16 +231,39 @@ def _check_partition(ctx: ControllerContext, tp: TopicPartition) -> None:
                  lambda: f"{tp}: {partition_state} with leader {state.leader}")
 
 
-def _check_bookkeeping(ctx: ControllerContext, changes: Changes | None = None) -> None:
+def _check_bookkeeping(ctx: ControllerContext, changes: Changes | None = None,
+                       retrying: frozenset[TopicPartition] = frozenset()) -> None:
     changed = None if changes is None else changes.partitions
-    for tp in ctx.leadership if changed is None else changed & ctx.leadership.keys():
-        _require(tp in ctx.assignments, lambda: f"{tp}: leadership of an unassigned partition")
-    for tp in ctx.partition_states if changed is None else changed & ctx.partition_states.keys():
-        _require(tp in ctx.assignments, lambda: f"{tp}: partition state of an unassigned partition")
-    replica_states = ctx.replica_states.items() if changes is None else [
-        (r, ctx.replica_states[r]) for r in changes.replicas if r in ctx.replica_states]
-    for replica, state in replica_states:
+    # Only partitions without an assignment can break this: find those first
+    # (usually none among the changed), then look them up.
+    unassigned_changed = None if changed is None else changed - ctx.assignments.keys()
+    for kind, facts in (("leadership", ctx.leadership), ("partition state", ctx.partition_states)):
+        if unassigned_changed is None:
+            unassigned = facts.keys() - ctx.assignments.keys()
+        else:
+            unassigned = {tp for tp in unassigned_changed if tp in facts}
+        if unassigned:
+            invariant(False, f"{min(unassigned)}: {kind} of an unassigned partition")
+    all_states = ctx.replica_states
+    get_state, get_assignment, deleting = all_states.get, ctx.assignments.get, ctx.topics_to_delete
+    suspects = []
+    for replica in all_states if changes is None else changes.replicas:
+        state = get_state(replica)
+        tp, broker_id = replica
+        assignment = get_assignment(tp)
+        if state is None:
+            # Gone: it must not be a replica of the partition any more.
+            if assignment is not None and broker_id in assignment.replicas and tp not in retrying:
+                suspects.append(replica)
+            continue
+        if (assignment is None or broker_id not in assignment.replicas
+                or (state in DELETION_STATES and tp[0] not in deleting)):
+            suspects.append(replica)
+    for replica in sorted(suspects):                     # the same report on every run
         tp = replica.topic_partition
+        if replica not in all_states:
+            invariant(False, f"{tp}: replica on {replica.broker_id} has no state")
+        state = all_states[replica]
         _require(replica.broker_id in ctx.replicas(tp), lambda: f"{replica}: state {state.value} of no replica")
         _require(state not in DELETION_STATES or ctx.is_queued_for_deletion(tp.topic),
                  lambda: f"{replica}: {state.value} but the topic is not being deleted")
@@ -153,11 +277,42 @@ def _check_bookkeeping(ctx: ControllerContext, changes: Changes | None = None) -
              lambda: f"topics {sorted(ctx.deletion_ineligible - ctx.topics_to_delete)} ineligible but not deleted")
 
 
-def _check_progress(ctx: ControllerContext, previous: ControllerContext,
-                    changed: set[TopicPartition] | None = None) -> None:
+def _check_index(ctx: ControllerContext, changes: Changes | None = None) -> None:
+    """The per-broker replica index agrees with the assignments: in full, or
+    for the partitions whose assignment or replicas changed."""
+    assignments = ctx.assignments
+    if changes is None:
+        expected: dict[int, set[TopicPartition]] = {}
+        for tp, assignment in assignments.items():
+            for broker_id in assignment.replicas:
+                expected.setdefault(broker_id, set()).add(tp)
+        for broker_id in set(expected) | set(assignments.brokers()):
+            _require(assignments.partitions_on(broker_id) == expected.get(broker_id, set()),
+                     lambda: f"the replica index of broker {broker_id} does not match the assignments")
+        return
+    # The index changes only with the assignments, so only partitions whose
+    # assignment changed can have it wrong, and only on the brokers of their
+    # replicas before or after (changes.replicas lists both); the full check
+    # (the simulation runs it at every step) covers the rest.
+    reassigned = changes.assignments
+    if not reassigned:
+        return
+    for replica in changes.replicas:
+        tp, broker_id = replica
+        if tp not in reassigned:
+            continue
+        assignment = assignments.get(tp)
+        replicas = assignment.replicas if assignment is not None else ()
+        _require((tp in assignments.partitions_on(broker_id)) == (broker_id in replicas),
+                 lambda: f"{tp}: the replica index of broker {broker_id} does not match {replicas}")
+
+
+def _check_progress(ctx: ControllerContext, previous: ControllerContext, tps) -> None:
+    """The controller epoch, and the leadership of `tps` (those the screen
+    flagged), never go back."""
     _require(ctx.controller_epoch >= previous.controller_epoch,
              lambda: f"controller epoch went back: {previous.controller_epoch} -> {ctx.controller_epoch}")
-    for tp in ctx.leadership if changed is None else changed & ctx.leadership.keys():
+    for tp in tps:
         state = ctx.leadership[tp]
         before = previous.leadership.get(tp)
         if before is None or previous.topic_ids.get(tp.topic) != ctx.topic_ids.get(tp.topic):

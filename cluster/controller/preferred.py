@@ -12,7 +12,7 @@ from typing import Iterable
 
 from kafkactl.cluster.controller import partition_state_machine as psm
 from kafkactl.cluster.controller.builder import DecisionBuilder
-from kafkactl.cluster.controller.changes import announce
+from kafkactl.cluster.controller.changes import announce, sorted_unique
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.election import Elected, preferred_election
 from kafkactl.cluster.controller.model import Decision, DeleteAdminPath, TopicPartition
@@ -69,16 +69,17 @@ def rebalance_candidates(ctx: ControllerContext) -> list[TopicPartition]:
 
 def elect_preferred(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
     ctx = b.ctx
-    for tp in sorted(set(tps)):
+    online = ctx.online_brokers()          # once, not per partition: a rebalance moves thousands
+    for tp in sorted_unique(tps):
         if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic) or ctx.is_being_reassigned(tp):
             continue
         state = ctx.leadership.get(tp)
         replicas = ctx.replicas(tp)
         if state is None or state.leader == replicas[0]:
             continue
-        result = preferred_election(replicas, state.isr, ctx.online_brokers())
+        result = preferred_election(replicas, state.isr, online)
         if isinstance(result, Elected):
-            b.write_partition_state(tp, b.next_state(tp, result.leader, result.isr, result.leader_recovery_state))
+            b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
             psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
             announce(b, tp)
 

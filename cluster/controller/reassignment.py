@@ -159,7 +159,7 @@ def _bump_leader_epoch(b: DecisionBuilder, tp: TopicPartition) -> None:
     # Brokers ignore a LeaderAndIsr without a newer leader epoch; the bump
     # makes them take the new replica set (and the adding replicas start).
     state = b.ctx.leadership[tp]
-    b.write_partition_state(tp, b.next_state(tp, state.leader, state.isr, state.leader_recovery_state))
+    b.write_next_state(tp, state.leader, state.isr, state.leader_recovery_state)
     announce(b, tp, new_replicas=b.ctx.assignments[tp].adding)
 
 
@@ -175,7 +175,7 @@ def _complete(b: DecisionBuilder, tp: TopicPartition) -> bool:
             return False                      # wait: a target replica must come back first
         leader, recovery = result.leader, RECOVERED
     isr = [r for r in state.isr if r not in assignment.removing]
-    b.write_partition_state(tp, b.next_state(tp, leader, isr, recovery))
+    b.write_next_state(tp, leader, isr, recovery)
     psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
     ctx.assignments[tp] = ReplicaAssignment(target)
     ctx.reassignments[tp] = Reassignment(target, completing=True)

@@ -25,13 +25,22 @@ class RequestBatch:
         self._leader_and_isr: dict[int, dict[TopicPartition, bool]] = {}   # broker -> tp -> is_new
         self._full: set[int] = set()
         self._metadata: dict[int, set[TopicPartition]] = {}
+        # For every broker live when the decision ends: what a partition's
+        # change tells the whole cluster. One set instead of one per broker,
+        # and one shared tuple of entries in the requests.
+        # A dict used as an ordered set: partitions come in sorted order, and
+        # sorting them again is then cheap (a set's order costs a full sort).
+        self._metadata_live: dict[TopicPartition, None] = {}
         self._stop: dict[tuple[int, bool], set[TopicPartition]] = {}
 
     def leader_and_isr(self, broker_ids: Iterable[int], tp: TopicPartition,
                        new_replicas: Iterable[int] = ()) -> None:
-        new = set(new_replicas)
+        new = set(new_replicas) if new_replicas else ()
+        requests = self._leader_and_isr
         for broker_id in broker_ids:
-            partitions = self._leader_and_isr.setdefault(broker_id, {})
+            partitions = requests.get(broker_id)
+            if partitions is None:
+                partitions = requests[broker_id] = {}
             partitions[tp] = partitions.get(tp, False) or broker_id in new
 
     def mark_full(self, broker_id: int) -> None:
@@ -44,15 +53,38 @@ class RequestBatch:
         for broker_id in broker_ids:
             self._metadata.setdefault(broker_id, set()).update(tps)
 
+    def announce(self, broker_ids: Iterable[int], tp: TopicPartition) -> None:
+        """leader_and_isr(broker_ids, tp) and update_metadata_live(tp): what a
+        partition's new state needs, once per partition of a failover."""
+        requests = self._leader_and_isr
+        for broker_id in broker_ids:
+            partitions = requests.get(broker_id)
+            if partitions is None:
+                partitions = requests[broker_id] = {}
+            if tp not in partitions:
+                partitions[tp] = False
+        self._metadata_live[tp] = None
+
+    def update_metadata_live(self, tp: TopicPartition) -> None:
+        """UpdateMetadata with this partition to every broker that is live
+        once the decision is made (brokers only join or leave the live set
+        before a decision announces anything, so that is every live broker)."""
+        self._metadata_live[tp] = None
+
     def stop_replica(self, broker_id: int, tp: TopicPartition, delete: bool) -> None:
         self._stop.setdefault((broker_id, delete), set()).add(tp)
 
     def build(self, ctx: ControllerContext) -> tuple[BrokerRequest, ...]:
         # Every broker gets the same entry for a partition: build it once
         # (a failover sends 10,000s of entries to each broker).
-        self._entries: dict[tuple, object] = {}
+        self._lai_entries: tuple[dict, dict] = ({}, {})     # by is_new, then partition
+        self._um_entries: dict[TopicPartition, UpdateMetadataPartition | None] = {}
+        self._um_live: tuple[UpdateMetadataPartition, ...] | None = None
+        self._lai_built: list[tuple[LeaderAndIsrPartition, ...]] = []
         requests: list[BrokerRequest] = []
         brokers = set(self._leader_and_isr) | set(self._metadata) | {b for b, _ in self._stop}
+        if self._metadata_live:
+            brokers.update(ctx.live_brokers)
         for broker_id in sorted(brokers):
             if not ctx.is_broker_live(broker_id):
                 continue
@@ -63,16 +95,29 @@ class RequestBatch:
         out: list[BrokerRequest] = []
         epoch = ctx.broker_epoch(broker_id)
         if broker_id in self._leader_and_isr:
-            wanted = self._leader_and_isr[broker_id]
-            partitions = tuple(p for tp in sorted(wanted)
-                               if (p := self._entry(leader_and_isr_partition, ctx, tp, wanted[tp])) is not None)
+            partitions = _leader_and_isr_entries(ctx, self._leader_and_isr[broker_id], self._lai_entries)
+            # Replicas of the same partitions get the very same tuple, which
+            # the wire layer then encodes once for all of them (the entries
+            # are shared, so equal tuples compare by identity, quickly).
+            for built in self._lai_built:
+                if built == partitions:
+                    partitions = built
+                    break
+            else:
+                self._lai_built.append(partitions)
             if partitions or broker_id in self._full:
                 out.append(LeaderAndIsr(broker_id, epoch, ctx.controller_id, ctx.controller_epoch,
                                         partitions, live_leaders(ctx, partitions),
                                         full=broker_id in self._full))
-        if broker_id in self._metadata:
-            partitions = tuple(p for tp in sorted(self._metadata[broker_id])
-                               if (p := self._entry(update_metadata_partition, ctx, tp)) is not None)
+        own = self._metadata.get(broker_id)
+        if own is not None or self._metadata_live:
+            if own and not own <= self._metadata_live.keys():
+                partitions = self._metadata_entries(ctx, sorted(own | self._metadata_live.keys()))
+            else:
+                # The common case: the same partitions for every broker, one tuple.
+                if self._um_live is None:
+                    self._um_live = self._metadata_entries(ctx, sorted(self._metadata_live))
+                partitions = self._um_live
             out.append(UpdateMetadata(broker_id, epoch, ctx.controller_id, ctx.controller_epoch,
                                       partitions, tuple(ctx.live_brokers[b] for b in sorted(ctx.live_brokers))))
         for delete in (False, True):
@@ -84,48 +129,93 @@ class RequestBatch:
                                        partitions, delete))
         return out
 
+    def _metadata_entries(self, ctx: ControllerContext,
+                          tps: list[TopicPartition]) -> tuple[UpdateMetadataPartition, ...]:
+        return _metadata_entries(ctx, tps, self._um_entries)
 
-    def _entry(self, make, ctx: ControllerContext, tp: TopicPartition, *flags):
-        key = (make.__name__, tp, *flags)
-        if key not in self._entries:
-            self._entries[key] = make(ctx, tp, *flags)
-        return self._entries[key]
+
+# The entries of a request, built in loops with the context's lookups hoisted
+# and the tuples made with tuple.__new__ (a NamedTuple's own __new__ is a
+# Python function): a failover builds one of each per partition, and this is
+# where its per-partition microseconds go.
+
+_new_tuple = tuple.__new__
+_MISSING = object()
+
+
+def _leader_and_isr_entries(ctx: ControllerContext, wanted: dict[TopicPartition, bool],
+                            caches: tuple[dict, dict]) -> tuple[LeaderAndIsrPartition, ...]:
+    """The entries for `wanted` (partition -> is_new), sorted by partition;
+    `caches` (by is_new) hold entries already built for other brokers."""
+    leadership, assignments, topic_ids = ctx.leadership, ctx.assignments, ctx.topic_ids
+    partitions = []
+    for tp in sorted(wanted):
+        is_new = wanted[tp]
+        cache = caches[is_new]
+        entry = cache.get(tp, _MISSING)
+        if entry is _MISSING:
+            state = leadership.get(tp)
+            assignment = assignments.get(tp)
+            if state is None or assignment is None:
+                entry = None
+            else:
+                topic, partition = tp
+                entry = _new_tuple(LeaderAndIsrPartition, (
+                    topic, partition, topic_ids.get(topic), state.controller_epoch, state.leader,
+                    state.leader_epoch, tuple(state.isr), state.zk_version, assignment.replicas,
+                    assignment.adding, assignment.removing, is_new, state.leader_recovery_state))
+            cache[tp] = entry
+        if entry is not None:
+            partitions.append(entry)
+    return tuple(partitions)
+
+
+def _metadata_entries(ctx: ControllerContext, tps: Iterable[TopicPartition],
+                      cache: dict) -> tuple[UpdateMetadataPartition, ...]:
+    leadership, assignments, topic_ids = ctx.leadership, ctx.assignments, ctx.topic_ids
+    live, deleting = ctx.live_brokers, ctx.topics_to_delete
+    offline_of: dict[tuple[int, ...], tuple[int, ...]] = {}     # replicas -> those not live
+    partitions = []
+    for tp in tps:
+        entry = cache.get(tp, _MISSING)
+        if entry is _MISSING:
+            state = leadership.get(tp)
+            assignment = assignments.get(tp)
+            if state is None or assignment is None:
+                entry = None
+            else:
+                topic, partition = tp
+                replicas = assignment.replicas
+                offline = offline_of.get(replicas)
+                if offline is None:
+                    offline = offline_of[replicas] = tuple(r for r in replicas if r not in live)
+                # Brokers drop a partition from their metadata when its leader is
+                # LEADER_DURING_DELETE, so clients stop using a topic being deleted.
+                leader = LEADER_DURING_DELETE if topic in deleting else state.leader
+                entry = _new_tuple(UpdateMetadataPartition, (
+                    topic, partition, topic_ids.get(topic), state.controller_epoch, leader,
+                    state.leader_epoch, tuple(state.isr), state.zk_version, replicas, offline))
+            cache[tp] = entry
+        if entry is not None:
+            partitions.append(entry)
+    return tuple(partitions)
 
 
 def leader_and_isr_partition(ctx: ControllerContext, tp: TopicPartition,
                              is_new: bool = False) -> LeaderAndIsrPartition | None:
-    state = ctx.leadership.get(tp)
-    assignment = ctx.assignments.get(tp)
-    if state is None or assignment is None:
-        return None
-    return LeaderAndIsrPartition(
-        topic=tp.topic, partition=tp.partition, topic_id=ctx.topic_ids.get(tp.topic),
-        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
-        isr=tuple(state.isr), zk_version=state.zk_version, replicas=assignment.replicas,
-        adding_replicas=assignment.adding, removing_replicas=assignment.removing,
-        is_new=is_new, leader_recovery_state=state.leader_recovery_state,
-    )
+    entries = _leader_and_isr_entries(ctx, {tp: is_new}, ({}, {}))
+    return entries[0] if entries else None
 
 
 def update_metadata_partition(ctx: ControllerContext, tp: TopicPartition) -> UpdateMetadataPartition | None:
-    state = ctx.leadership.get(tp)
-    assignment = ctx.assignments.get(tp)
-    if state is None or assignment is None:
-        return None
-    # Brokers drop a partition from their metadata when its leader is
-    # LEADER_DURING_DELETE, so clients stop using a topic being deleted.
-    leader = LEADER_DURING_DELETE if ctx.is_queued_for_deletion(tp.topic) else state.leader
-    return UpdateMetadataPartition(
-        topic=tp.topic, partition=tp.partition, topic_id=ctx.topic_ids.get(tp.topic),
-        controller_epoch=state.controller_epoch, leader=leader, leader_epoch=state.leader_epoch,
-        isr=tuple(state.isr), zk_version=state.zk_version, replicas=assignment.replicas,
-        offline_replicas=tuple(r for r in assignment.replicas if not ctx.is_broker_live(r)),
-    )
+    entries = _metadata_entries(ctx, (tp,), {})
+    return entries[0] if entries else None
 
 
 def live_leaders(ctx: ControllerContext, partitions: Iterable[LeaderAndIsrPartition]):
-    leaders = sorted({p.leader for p in partitions if ctx.is_broker_live(p.leader)})
-    return tuple(ctx.live_brokers[b] for b in leaders)
+    live = ctx.live_brokers
+    leaders = sorted(b for b in {p.leader for p in partitions} if b in live)
+    return tuple(live[b] for b in leaders)
 
 
 def _stop_epoch(ctx: ControllerContext, tp: TopicPartition, delete: bool) -> int:

@@ -16,7 +16,7 @@ from typing import Iterable
 from kafkactl.cluster.controller import partition_state_machine as psm
 from kafkactl.cluster.controller import replica_state_machine as rsm
 from kafkactl.cluster.controller.builder import DecisionBuilder
-from kafkactl.cluster.controller.changes import announce, remove_from_isr
+from kafkactl.cluster.controller.changes import announce, remove_from_isr, sorted_unique
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.election import Elected, controlled_shutdown_election
 from kafkactl.cluster.controller.model import (
@@ -48,15 +48,14 @@ def partitions_to_move(ctx: ControllerContext, broker_id: int) -> list[TopicPart
 
 def move_away(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPartition]) -> None:
     ctx = b.ctx
-    for tp in sorted(set(tps)):
+    for tp in sorted_unique(tps):
         state = ctx.leadership.get(tp)
         if state is None or ctx.is_queued_for_deletion(tp.topic):
             continue
         if state.leader == broker_id:
             result = controlled_shutdown_election(ctx.replicas(tp), state.isr, ctx.live_brokers, ctx.shutting_down)
             if isinstance(result, Elected):
-                new_state = b.next_state(tp, result.leader, result.isr, result.leader_recovery_state)
-                b.write_partition_state(tp, new_state)
+                b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
                 psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
                 # The old leader stops instead of following: a follower that is
                 # about to stop would fetch, rejoin the ISR and then hold every

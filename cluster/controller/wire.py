@@ -7,8 +7,9 @@ kio entity.
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 from kafkactl.cluster.controller import model
 from kafkactl.cluster.protocol import control, control_writer
@@ -46,24 +47,72 @@ def _topic_uuid(topic_id: str | None) -> uuid.UUID:
 
 
 def _by_topic(partitions):
-    grouped = defaultdict(list)
+    """Partitions grouped by (topic, topic id), in order of first appearance.
+    A request's partitions come sorted, so a topic's run is appended to its
+    group without a lookup per partition."""
+    grouped: dict[tuple, list] = {}
+    last_topic = last_id = group = None
     for partition in partitions:
-        grouped[(partition.topic, getattr(partition, "topic_id", None))].append(partition)
+        topic, topic_id = partition.topic, getattr(partition, "topic_id", None)
+        if group is None or topic != last_topic or topic_id != last_id:
+            group = grouped.setdefault((topic, topic_id), [])
+            last_topic, last_id = topic, topic_id
+        group.append(partition)
     return grouped
 
 
+class _SharedTopics:
+    """Encoded topic-state arrays by the partitions tuple they came from.
+
+    A decision sends every broker the same UpdateMetadata partitions, and the
+    same LeaderAndIsr partitions to the replicas of the same partitions, as
+    one shared tuple (RequestBatch.build); only the header (the broker epoch)
+    differs. The first request encodes the partitions, the others reuse the
+    bytes: a failover of 10,000 partitions encodes 10,000 states once, not
+    once per broker. Keyed by the tuple's identity (kept alive in the entry,
+    so the id cannot be reused meanwhile); the last few only."""
+
+    SIZE = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, int], tuple[tuple, bytes]] = OrderedDict()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def get(self, kind: str, partitions: tuple, encode) -> bytes:
+        key = (kind, id(partitions))
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is partitions:
+                self._entries.move_to_end(key)
+                return entry[1]
+        encoded = encode(_topics(partitions))
+        with self._lock:
+            self._entries[key] = (partitions, encoded)
+            while len(self._entries) > self.SIZE:
+                self._entries.popitem(last=False)
+        return encoded
+
+
+_shared = _SharedTopics()
+
+
 def leader_and_isr(request: model.LeaderAndIsr) -> control_writer.EncodedRequest:
-    return control_writer.leader_and_isr_body(
+    return control_writer.leader_and_isr_body_from(
         request.controller_id, request.controller_epoch, request.broker_epoch,
         control.LEADER_AND_ISR_TYPE_FULL if request.full else control.LEADER_AND_ISR_TYPE_INCREMENTAL,
-        _topics(request.partitions),
+        _shared.get("leader_and_isr", request.partitions, control_writer.leader_and_isr_topics),
         [(b.broker_id, b.host, b.port) for b in request.live_leaders])
 
 
 def update_metadata(request: model.UpdateMetadata) -> control_writer.EncodedRequest:
-    return control_writer.update_metadata_body(
+    return control_writer.update_metadata_body_from(
         request.controller_id, request.controller_epoch, request.broker_epoch,
-        _topics(request.partitions), [_live_broker(b) for b in request.live_brokers])
+        _shared.get("update_metadata", request.partitions, control_writer.update_metadata_topics),
+        [_live_broker(b) for b in request.live_brokers])
 
 
 def _topics(partitions) -> list[tuple[str, uuid.UUID, list]]:

@@ -53,18 +53,28 @@ class EncodedRequest:
 
 
 class _IntArrays:
-    """Compact int32 arrays, each distinct tuple encoded once per request."""
+    """Compact int32 arrays, each distinct tuple encoded once per request.
+    `encoded` (by tuple) may be read directly; a list is encoded each time
+    (it cannot be a key)."""
 
     def __init__(self) -> None:
-        self._encoded: dict[tuple[int, ...], bytes] = {}
+        self.encoded: dict[tuple[int, ...], bytes] = {}
 
     def __call__(self, values: Sequence[int]) -> bytes:
         key = tuple(values)
-        encoded = self._encoded.get(key)
+        encoded = self.encoded.get(key)
         if encoded is None:
             encoded = encode_unsigned_varint(len(key) + 1) + struct.pack(f">{len(key)}i", *key)
-            self._encoded[key] = encoded
+            self.encoded[key] = encoded
         return encoded
+
+
+def _lai_tail(is_new: bool, leader_recovery_state: int) -> bytes:
+    """A LeaderAndIsr partition state's last fields: is_new, leader_recovery_state, no tags."""
+    return (b"\x01" if is_new else b"\x00") + struct.pack(">b", leader_recovery_state) + _NO_TAGS
+
+
+_LAI_TAILS = {(is_new, state): _lai_tail(is_new, state) for is_new in (False, True) for state in (0, 1)}
 
 
 def _compact_string(text: str) -> bytes:
@@ -90,19 +100,40 @@ def leader_and_isr_body(controller_id: int, controller_epoch: int, broker_epoch:
     """LeaderAndIsr v6. topics: (name, topic id, partition states), each state with
     partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
     adding_replicas, removing_replicas, is_new, leader_recovery_state."""
+    return leader_and_isr_body_from(controller_id, controller_epoch, broker_epoch, request_type,
+                                    leader_and_isr_topics(topics), live_leaders)
+
+
+def leader_and_isr_topics(topics: Iterable[tuple[str, uuid.UUID | None, Sequence]]) -> bytes:
+    """The topic states array of a LeaderAndIsr v6 (see leader_and_isr_body):
+    the same for every broker that is sent the same partitions, so it can be
+    encoded once for all of them."""
     arrays = _IntArrays()
-    parts = [_HEADER.pack(controller_id, controller_epoch, broker_epoch, request_type)]
+    encoded = arrays.encoded            # looked up inline: a call per array costs more than the lookup
     topics = list(topics)
-    parts.append(_array_length(len(topics)))
+    parts = [_array_length(len(topics))]
+    pack4, pack1 = _FOUR_INT32.pack, _INT32.pack
     for name, topic_id, states in topics:
         parts += (_compact_string(name), _uuid(topic_id), _array_length(len(states)))
         for p in states:
+            isr, replicas, adding, removing = p.isr, p.replicas, p.adding_replicas, p.removing_replicas
+            tail = _LAI_TAILS.get((p.is_new, p.leader_recovery_state))
             parts += (
-                _FOUR_INT32.pack(p.partition, p.controller_epoch, p.leader, p.leader_epoch),
-                arrays(p.isr), _INT32.pack(p.zk_version), arrays(p.replicas),
-                arrays(p.adding_replicas), arrays(p.removing_replicas),
-                b"\x01" if p.is_new else b"\x00", struct.pack(">b", p.leader_recovery_state), _NO_TAGS)
+                pack4(p.partition, p.controller_epoch, p.leader, p.leader_epoch),
+                encoded[isr] if isr in encoded else arrays(isr), pack1(p.zk_version),
+                encoded[replicas] if replicas in encoded else arrays(replicas),
+                encoded[adding] if adding in encoded else arrays(adding),
+                encoded[removing] if removing in encoded else arrays(removing),
+                tail if tail is not None else _lai_tail(p.is_new, p.leader_recovery_state))
         parts.append(_NO_TAGS)
+    return b"".join(parts)
+
+
+def leader_and_isr_body_from(controller_id: int, controller_epoch: int, broker_epoch: int, request_type: int,
+                             encoded_topics: bytes,
+                             live_leaders: Sequence[tuple[int, str, int]]) -> EncodedRequest:
+    """LeaderAndIsr v6 with its topic states already encoded (leader_and_isr_topics)."""
+    parts = [_HEADER.pack(controller_id, controller_epoch, broker_epoch, request_type), encoded_topics]
     parts.append(_array_length(len(live_leaders)))
     for broker_id, host, port in live_leaders:
         parts += (_INT32.pack(broker_id), _compact_string(host), _INT32.pack(port), _NO_TAGS)
@@ -116,18 +147,37 @@ def update_metadata_body(controller_id: int, controller_epoch: int, broker_epoch
     """UpdateMetadata v7. topics: (name, topic id, partition states), each state with
     partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
     offline_replicas."""
+    return update_metadata_body_from(controller_id, controller_epoch, broker_epoch,
+                                     update_metadata_topics(topics), live_brokers)
+
+
+def update_metadata_topics(topics: Iterable[tuple[str, uuid.UUID | None, Sequence]]) -> bytes:
+    """The topic states array of an UpdateMetadata v7 (see update_metadata_body),
+    to encode once for every broker sent the same partitions."""
     arrays = _IntArrays()
-    parts = [_UM_HEADER.pack(controller_id, controller_epoch, broker_epoch)]
+    encoded = arrays.encoded
     topics = list(topics)
-    parts.append(_array_length(len(topics)))
+    parts = [_array_length(len(topics))]
+    pack4, pack1 = _FOUR_INT32.pack, _INT32.pack
     for name, topic_id, states in topics:
         parts += (_compact_string(name), _uuid(topic_id), _array_length(len(states)))
         for p in states:
+            isr, replicas, offline = p.isr, p.replicas, p.offline_replicas
             parts += (
-                _FOUR_INT32.pack(p.partition, p.controller_epoch, p.leader, p.leader_epoch),
-                arrays(p.isr), _INT32.pack(p.zk_version), arrays(p.replicas), arrays(p.offline_replicas),
+                pack4(p.partition, p.controller_epoch, p.leader, p.leader_epoch),
+                encoded[isr] if isr in encoded else arrays(isr), pack1(p.zk_version),
+                encoded[replicas] if replicas in encoded else arrays(replicas),
+                encoded[offline] if offline in encoded else arrays(offline),
                 _NO_TAGS)
         parts.append(_NO_TAGS)
+    return b"".join(parts)
+
+
+def update_metadata_body_from(controller_id: int, controller_epoch: int, broker_epoch: int,
+                              encoded_topics: bytes,
+                              live_brokers: Sequence[control.UpdateMetadataBroker]) -> EncodedRequest:
+    """UpdateMetadata v7 with its topic states already encoded (update_metadata_topics)."""
+    parts = [_UM_HEADER.pack(controller_id, controller_epoch, broker_epoch), encoded_topics]
     parts.append(_array_length(len(live_brokers)))
     for broker in live_brokers:
         parts += (_INT32.pack(broker.id), _array_length(len(broker.endpoints)))

@@ -190,7 +190,7 @@ class PartitionState:
 def encode_partition_state(state: PartitionState) -> bytes:
     """The state znode's JSON, as _dump would write it. Formatted directly: a
     failover writes 10,000s of these, and json.dumps costs 5x as much."""
-    isr = ",".join(str(int(replica)) for replica in state.isr)
+    isr = ",".join(map(str, map(int, state.isr)))
     recovery = (f',"leader_recovery_state":{int(state.leader_recovery_state)}'
                 if state.leader_recovery_state else "")
     return (f'{{"controller_epoch":{int(state.controller_epoch)},"leader":{int(state.leader)},"version":1,'

@@ -60,7 +60,8 @@ def partition(topic_name: str, partition_index: int) -> str:
 
 
 def partition_state(topic_name: str, partition_index: int) -> str:
-    return f"{partition(topic_name, partition_index)}/state"
+    # One format, not three nested calls: every state write of a failover makes one.
+    return f"{BROKER_TOPICS}/{topic_name}/partitions/{partition_index}/state"
 
 
 def entity_config(entity_type: str, name: str) -> str:

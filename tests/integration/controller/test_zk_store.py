@@ -79,3 +79,24 @@ def test_ten_thousand_fenced_writes_are_pipelined(clients):
     assert all(r.ok for r in results)
     assert len(store.children("/many")) == 10_000
     print(f"10,000 fenced creates in {elapsed_s:.2f} s")
+
+
+def test_results_per_operation_under_a_chroot(clients):
+    # The multi is encoded by the store itself: created paths come back
+    # without the chroot, set_data with the new version, and a failing
+    # operation (after the one-by-one retry) with kazoo's exception.
+    store = ZkControllerStore(clients(), batch_size=3)
+    epoch = store.elect(1, 1)
+    assert store.client.chroot                       # the fixture's chroot is in use
+    store.client.ensure_path("/r")
+    results = store.write([Create("/r/a", b"1"), Create("/r/seq-", b"2", sequential=True),
+                           SetData("/r/a", b"3", version=0), Delete("/r/missing"),
+                           SetData("/r/a", b"4", version=1)], epoch)
+    assert [r.ok for r in results] == [True, True, True, False, True]
+    assert results[1].created_path.startswith("/r/seq-") and results[1].zk_version == 0
+    assert results[0].created_path == "/r/a"
+    assert results[2].zk_version == 1 and results[4].zk_version == 2
+    from kazoo.exceptions import NoNodeError
+    assert isinstance(results[3].error, NoNodeError)
+    assert store.client.get("/r/a")[0] == b"4"
+    assert sorted(store.children("/r")) == sorted(["a", results[1].created_path.rsplit("/", 1)[1]])

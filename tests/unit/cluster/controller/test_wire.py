@@ -118,3 +118,29 @@ def test_the_broker_decodes_them_to_the_same_values():
         header, body = decode_request(frame, encoded.__api_key__, encoded.__version__)
         assert header.correlation_id == 17
         assert body == reference
+
+
+def test_brokers_sent_the_same_partitions_share_one_encoding_with_their_own_header():
+    # A failover's RequestBatch gives every broker the same partitions tuple;
+    # the encoding is made once and each request keeps its broker epoch.
+    from kafkactl.cluster.controller.broker_change import on_broker_change
+    from kafkactl.cluster.controller.testing import make_context
+    from kafkactl.cluster.controller.testing import registration as live
+    from kafkactl.cluster.zk.codecs import topic_id_to_string
+
+    ctx = make_context(live=(1, 2, 3, 4), topics={"t": {p: [2, 3, 1] for p in range(50)}})
+    ctx.topic_ids["t"] = topic_id_to_string(uuid.UUID(int=7))
+    decision = on_broker_change(ctx, {1: live(1), 3: live(3), 4: live(4)})
+    lais = [r for r in decision.requests if isinstance(r, model.LeaderAndIsr)]
+    ums = [r for r in decision.requests if isinstance(r, model.UpdateMetadata)]
+    assert [r.broker_id for r in lais] == [1, 3] and lais[0].partitions is lais[1].partitions
+    assert [r.broker_id for r in ums] == [1, 3, 4] and all(r.partitions is ums[0].partitions for r in ums)
+    wire._shared.clear()
+    for request in lais + ums:
+        encoded = wire.wire_request(request).body
+        reference = reference_leader_and_isr(request) if isinstance(request, model.LeaderAndIsr) \
+            else reference_update_metadata(request)
+        assert encoded == kio_bytes(reference)
+    # Not shared: equal content in another tuple is encoded on its own, the same.
+    again = model.UpdateMetadata(3, 103, 1, 5, tuple(ums[0].partitions), ums[0].live_brokers)
+    assert wire.wire_request(again).body == kio_bytes(reference_update_metadata(again))
