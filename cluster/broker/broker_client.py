@@ -18,6 +18,7 @@ from functools import cache
 
 from kio.serial import entity_reader, entity_writer
 
+from kafkactl.cluster.broker.network import recv_exactly_into
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.control_writer import EncodedRequest
 from kafkactl.cluster.protocol.framing import read_unsigned_varint
@@ -188,9 +189,4 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def _recv_into(sock: socket.socket, view: memoryview) -> None:
-    received, size = 0, len(view)
-    while received < size:
-        count = sock.recv_into(view[received:], size - received)
-        if count == 0:
-            raise BrokerConnectionError("connection closed by the broker")
-        received += count
+    recv_exactly_into(sock, view, lambda: BrokerConnectionError("connection closed by the broker"))

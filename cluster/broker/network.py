@@ -131,14 +131,43 @@ class FrameReader:
         return view.toreadonly()
 
 
+# A frame of ~1 MiB (a produce request, a fetch response to a follower)
+# arrives over loopback in 64 KiB segments; woken for each, the thread would
+# poll and recv ~16 times per frame, in a process whose other threads want
+# the GIL meanwhile. With SO_RCVLOWAT at what is still missing, the kernel
+# wakes the reader once the frame is in (it caps the mark at half the largest
+# receive buffer, and grows the buffer to hold it). Reset to 1 afterwards: a
+# small next frame must wake the reader at once.
+RCVLOWAT_FROM = 64 * 1024
+RCVLOWAT_MAX = 4 * 1024 * 1024
+
+
+def recv_exactly_into(connection: socket.socket, view: memoryview, closed=ConnectionClosed) -> None:
+    """Fill `view` from the connection; `closed()` is raised at end of stream."""
+    received, size = 0, len(view)
+    lowat = 1
+    try:
+        while received < size:
+            remaining = size - received
+            wanted = min(remaining, RCVLOWAT_MAX) if remaining >= RCVLOWAT_FROM else 1
+            if wanted != lowat:
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wanted)
+                lowat = wanted
+            count = connection.recv_into(view[received:], remaining)
+            if count == 0:
+                raise closed()
+            received += count
+    finally:
+        if lowat != 1:
+            try:
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+            except OSError:
+                pass   # the connection is failing anyway
+
+
 def _recv_exactly(connection: socket.socket, view: memoryview) -> None:
     """Fill `view` from the connection; ConnectionClosed at end of stream."""
-    received, size = 0, len(view)
-    while received < size:
-        count = connection.recv_into(view[received:], size - received)
-        if count == 0:
-            raise ConnectionClosed()
-        received += count
+    recv_exactly_into(connection, view)
 
 
 def _send(connection: socket.socket, response) -> None:

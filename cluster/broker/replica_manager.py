@@ -516,6 +516,9 @@ class ReplicaManager:
         self._control_lock = threading.Lock()   # one control request at a time
         self.data_arrived = threading.Condition()
         self.data_generation = 0      # bumped (under data_arrived) by every notification
+        # acks=-1 producers wait apart from the long polls: a leader's append
+        # (one per produce request) then wakes only the fetches it feeds.
+        self.commit_changed = threading.Condition()
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -832,9 +835,13 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             return AppendResult(ErrorCode.unknown_topic_or_partition)
+        high_watermark = partition.high_watermark
         result = partition.append_as_leader(records, required_acks, self._min_insync_replicas(topic))
         if result.error == ErrorCode.none:
-            self._notify_data()
+            # An append wakes the long polls (followers fetch it at once); it
+            # wakes acks=-1 producers only if it moved the high watermark (an
+            # ISR of the leader alone): otherwise no commit can have changed.
+            self._notify_data(commits=partition.high_watermark != high_watermark)
         return result
 
     def await_commit(self, topic: str, index: int, last_offset: int, deadline: float,
@@ -850,7 +857,7 @@ class ReplicaManager:
         if partition is None:
             return ErrorCode.not_leader_or_follower
         min_isr = self._min_insync_replicas(topic)
-        with self.data_arrived:
+        with self.commit_changed:
             while True:
                 if self.partitions.get((topic, index)) is not partition:
                     return ErrorCode.not_leader_or_follower
@@ -860,16 +867,22 @@ class ReplicaManager:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return ErrorCode.request_timed_out
-                self.data_arrived.wait(remaining)
+                self.commit_changed.wait(remaining)
 
     def wait_for_commit(self, topic: str, index: int, last_offset: int, deadline: float) -> bool:
         """True once the high watermark passes last_offset (acks=-1)."""
         return self.await_commit(topic, index, last_offset, deadline) == ErrorCode.none
 
-    def _notify_data(self) -> None:
+    def _notify_data(self, commits: bool = True) -> None:
+        """Wake the long polls, and with `commits` the acks=-1 producers: every
+        change of a high watermark, role, ISR or the hosted partitions must
+        pass commits=True (they are what await_commit's outcome depends on)."""
         with self.data_arrived:
             self.data_generation += 1
             self.data_arrived.notify_all()
+        if commits:
+            with self.commit_changed:
+                self.commit_changed.notify_all()
 
     # --- fetch (consumers)
 
