@@ -877,12 +877,14 @@ class ReplicaManager:
         """Wake the long polls, and with `commits` the acks=-1 producers: every
         change of a high watermark, role, ISR or the hosted partitions must
         pass commits=True (they are what await_commit's outcome depends on)."""
-        with self.data_arrived:
-            self.data_generation += 1
-            self.data_arrived.notify_all()
+        # Producers first: a high watermark move is what they wait for, and
+        # the long polls it wakes mostly find nothing new (followers).
         if commits:
             with self.commit_changed:
                 self.commit_changed.notify_all()
+        with self.data_arrived:
+            self.data_generation += 1
+            self.data_arrived.notify_all()
 
     # --- fetch (consumers)
 
