@@ -27,8 +27,8 @@ def partition(index, records, error=ErrorCode.none, **extra):
     return v12.PartitionData(**fields)
 
 
-def response(*topics, error=ErrorCode.none, session_id=7):
-    return v12.FetchResponse(throttle_time=datetime.timedelta(milliseconds=3), error_code=error,
+def response(*topics, error=ErrorCode.none, session_id=7, throttle_ms=3):
+    return v12.FetchResponse(throttle_time=datetime.timedelta(milliseconds=throttle_ms), error_code=error,
                              session_id=session_id, responses=tuple(topics))
 
 
@@ -87,3 +87,54 @@ def test_truncated_frames_are_refused(cut):
     frame = encode(response(topic("t", partition(0, batch))))
     with pytest.raises(FrameError):
         read_fetch_response(frame[:len(frame) - cut])
+
+
+# --- the leader's writer --------------------------------------------------------------
+
+class Region:
+    def __init__(self, data):
+        self.file, self.position, self.length, self.data = None, 0, len(data), data
+
+
+def flatten(spliced):
+    return b"".join(p if isinstance(p, (bytes, bytearray)) else p.data for p in spliced.parts)
+
+
+@pytest.mark.parametrize("shape", ["empty", "one", "mixed", "many"])
+def test_writer_matches_kio_and_splice_byte_for_byte(shape):
+    from kafkactl.cluster.protocol.codec import new_placeholder, splice_records
+    from kafkactl.cluster.protocol.fetch_response import PartitionToSend, encode_fetch_response
+
+    batch = build_batch([(None, b"v" * 300, None, 1)] * 3)
+    long_name = "t" * 200                             # a name length of two varint bytes
+    topics = {
+        "empty": [],
+        "one": [("t", [PartitionToSend(0, ErrorCode.none, 10, 10, 0, Region(batch))])],
+        "mixed": [("a", [PartitionToSend(0, ErrorCode.none, 5, 5, 1, None),
+                         PartitionToSend(1, ErrorCode.not_leader_or_follower, -1, -1, -1, None),
+                         PartitionToSend(2, ErrorCode.none, 9, 9, 0, Region(batch))]),
+                  (long_name, [PartitionToSend(3, ErrorCode.none, 7, 7, 2, Region(batch * 50))])],
+        "many": [(f"topic-{i}", [PartitionToSend(p, ErrorCode.none, p, p, 0, Region(batch) if p % 2 else None)
+                                 for p in range(130)]) for i in range(3)],
+    }[shape]
+    regions = []
+
+    def kio_partition(p):
+        records = b""
+        if p.region is not None:
+            records = new_placeholder()
+            regions.append((records, p.region))
+        return partition(p.partition_index, records, error=p.error_code, high_watermark=p.high_watermark,
+                         last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset)
+
+    expected = splice_records(
+        response(*(topic(name, *(kio_partition(p) for p in parts)) for name, parts in topics),
+                 error=ErrorCode.none, session_id=77, throttle_ms=0), 12345, regions)
+    expected.parts[:] = [p for p in expected.parts if not isinstance(p, bytes) or p]
+    got = encode_fetch_response(12345, ErrorCode.none, 77, topics)
+    got_bytes = flatten(got)
+    assert got_bytes == flatten(expected)
+    assert got.size == len(got_bytes)
+    assert [p for p in got.parts if not isinstance(p, bytes)] == [r for _, r in regions]   # regions, not copies
+    view, size = read_fetch_response(got_bytes, 4 + 4 + 1)       # size prefix, correlation id, header tags
+    assert size == len(got_bytes) - 9 and view.session_id == 77
