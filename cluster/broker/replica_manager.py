@@ -519,6 +519,12 @@ class ReplicaManager:
         # acks=-1 producers wait apart from the long polls: a leader's append
         # (one per produce request) then wakes only the fetches it feeds.
         self.commit_changed = threading.Condition()
+        # Followers' long polls apart from consumers': a follower has nothing
+        # new when only the high watermark moves (Kafka's follower fetch is
+        # not completed by it either), which happens once per replicated
+        # produce, right when its producer is to be answered.
+        self.follower_data = threading.Condition()
+        self.follower_generation = 0
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -838,10 +844,12 @@ class ReplicaManager:
         high_watermark = partition.high_watermark
         result = partition.append_as_leader(records, required_acks, self._min_insync_replicas(topic))
         if result.error == ErrorCode.none:
-            # An append wakes the long polls (followers fetch it at once); it
-            # wakes acks=-1 producers only if it moved the high watermark (an
-            # ISR of the leader alone): otherwise no commit can have changed.
-            self._notify_data(commits=partition.high_watermark != high_watermark)
+            # An append wakes the followers' long polls (they fetch it at
+            # once); consumers (who read below the high watermark) and acks=-1
+            # producers only if it moved the high watermark (an ISR of the
+            # leader alone): otherwise nothing they wait for changed.
+            moved = partition.high_watermark != high_watermark
+            self._notify_data(commits=moved, consumers=moved)
         return result
 
     def await_commit(self, topic: str, index: int, last_offset: int, deadline: float,
@@ -873,18 +881,24 @@ class ReplicaManager:
         """True once the high watermark passes last_offset (acks=-1)."""
         return self.await_commit(topic, index, last_offset, deadline) == ErrorCode.none
 
-    def _notify_data(self, commits: bool = True) -> None:
-        """Wake the long polls, and with `commits` the acks=-1 producers: every
-        change of a high watermark, role, ISR or the hosted partitions must
-        pass commits=True (they are what await_commit's outcome depends on)."""
-        # Producers first: a high watermark move is what they wait for, and
-        # the long polls it wakes mostly find nothing new (followers).
+    def _notify_data(self, commits: bool = True, followers: bool = True, consumers: bool = True) -> None:
+        """Wake who may have something new: acks=-1 producers (`commits`), the
+        followers' long polls (`followers`: data appended, or anything but a
+        high watermark move) and the consumers' (`consumers`: the high
+        watermark moved, or anything but an append). A change of role, ISR
+        or the hosted partitions wakes all three."""
+        # Producers first: a high watermark move is what they wait for.
         if commits:
             with self.commit_changed:
                 self.commit_changed.notify_all()
-        with self.data_arrived:
-            self.data_generation += 1
-            self.data_arrived.notify_all()
+        if followers:
+            with self.follower_data:
+                self.follower_generation += 1
+                self.follower_data.notify_all()
+        if consumers:
+            with self.data_arrived:
+                self.data_generation += 1
+                self.data_arrived.notify_all()
 
     # --- fetch (consumers)
 
@@ -896,10 +910,16 @@ class ReplicaManager:
             return ReadResult(ErrorCode.unknown_topic_or_partition)
         return self._read(partition, fetch_offset, max_bytes, current_leader_epoch, min_one_batch, None)
 
-    def wait_for_data(self, timeout_s: float, generation: int) -> bool:
+    def wait_for_data(self, timeout_s: float, generation: int, follower: bool = False) -> bool:
         """Wait until something was appended or committed after `generation`
-        (read `data_generation` before reading the logs, so nothing that
-        happens during the read is missed); False when nothing was."""
+        (read `data_generation`, or `follower_generation` for a follower's
+        fetch, before reading the logs, so nothing that happens during the
+        read is missed); False when nothing was."""
+        if follower:
+            with self.follower_data:
+                if self.follower_generation == generation and timeout_s > 0:
+                    self.follower_data.wait(timeout_s)
+                return self.follower_generation != generation
         with self.data_arrived:
             if self.data_generation == generation and timeout_s > 0:
                 self.data_arrived.wait(timeout_s)
@@ -978,7 +998,7 @@ class ReplicaManager:
                 expansions.append((partition, proposal))
         self._change_isrs(expansions)
         if high_watermark_moved:
-            self._notify_data()   # acks=-1 producers and long-polling consumers
+            self._notify_data(followers=False)   # acks=-1 producers and long-polling consumers
         return recorded
 
     def read_for_follower(self, topic: str, index: int, follower_id: int, fetch_offset: int, max_bytes: int,

@@ -48,8 +48,9 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
     meters = services.metrics.partitions
     # Kafka's BytesOutPerSec leaves followers out; they have ReplicationBytesOutPerSec.
     count_bytes_out = meters.add_replication_bytes_out if replica_id >= 0 else meters.add_bytes_out
+    follower = replica_id >= 0
     while True:
-        generation = replica_manager.data_generation
+        generation = replica_manager.follower_generation if follower else replica_manager.data_generation
         reads, total_bytes = _read_all(replica_manager, context.targets, response_max_bytes, replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
@@ -58,7 +59,7 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
         # Nothing new until the deadline: what was read is the answer. Reading
         # every partition of a session again would cost an idle leader of
         # 10,000 partitions a good part of a core.
-        if not replica_manager.wait_for_data(remaining, generation):
+        if not replica_manager.wait_for_data(remaining, generation, follower):
             return _response(header, reads, context, count_bytes_out)
 
 
