@@ -611,3 +611,13 @@ def test_an_append_wakes_followers_and_a_high_watermark_move_wakes_consumers_and
     assert manager.follower_generation == follower_generation
     assert not manager.wait_for_data(0.01, follower_generation, follower=True)
     assert manager.wait_for_data(0.01, consumer_generation)
+
+
+def test_a_changed_min_insync_replicas_applies_to_the_next_produce(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    assert leader.manager.append(TOPIC, 0, batch(b"a"), -1).error == ErrorCode.none
+    leader.manager.update_topic_configs({TOPIC: {"min.insync.replicas": "3"}})
+    assert leader.manager.append(TOPIC, 0, batch(b"b"), -1).error == ErrorCode.not_enough_replicas
+    leader.manager.update_topic_configs({TOPIC: {}})
+    assert leader.manager.append(TOPIC, 0, batch(b"c"), -1).error == ErrorCode.none
