@@ -131,38 +131,21 @@ class FrameReader:
         return view.toreadonly()
 
 
-# A frame of ~1 MiB (a produce request, a fetch response to a follower)
-# arrives over loopback in 64 KiB segments; woken for each, the thread would
-# poll and recv ~16 times per frame, in a process whose other threads want
-# the GIL meanwhile. With SO_RCVLOWAT at what is still missing, the kernel
-# wakes the reader once the frame is in (it caps the mark at half the largest
-# receive buffer, and grows the buffer to hold it). Reset to 1 afterwards: a
-# small next frame must wake the reader at once.
-RCVLOWAT_FROM = 64 * 1024
-RCVLOWAT_MAX = 4 * 1024 * 1024
-
-
 def recv_exactly_into(connection: socket.socket, view: memoryview, closed=ConnectionClosed) -> None:
-    """Fill `view` from the connection; `closed()` is raised at end of stream."""
+    """Fill `view` from the connection; `closed()` is raised at end of stream.
+
+    No SO_RCVLOWAT at the frame's size, though it would wake the reader
+    once per frame rather than once per loopback segment: tried, a follower
+    was seen asleep with 870 KB of a 1 MB response queued and its leader done
+    sending, until the request timed out (the kernel wakes a reader, and
+    poll() reports it readable, only once the mark is reached; and setting
+    the mark clamps the receive window to it)."""
     received, size = 0, len(view)
-    lowat = 1
-    try:
-        while received < size:
-            remaining = size - received
-            wanted = min(remaining, RCVLOWAT_MAX) if remaining >= RCVLOWAT_FROM else 1
-            if wanted != lowat:
-                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wanted)
-                lowat = wanted
-            count = connection.recv_into(view[received:], remaining)
-            if count == 0:
-                raise closed()
-            received += count
-    finally:
-        if lowat != 1:
-            try:
-                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
-            except OSError:
-                pass   # the connection is failing anyway
+    while received < size:
+        count = connection.recv_into(view[received:], size - received)
+        if count == 0:
+            raise closed()
+        received += count
 
 
 def _recv_exactly(connection: socket.socket, view: memoryview) -> None:
