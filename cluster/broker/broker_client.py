@@ -18,6 +18,7 @@ from functools import cache
 
 from kio.serial import entity_reader, entity_writer
 
+from kafkactl.cluster.broker.network import recv_exactly_into
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.control_writer import EncodedRequest
 from kafkactl.cluster.protocol.framing import read_unsigned_varint
@@ -26,6 +27,11 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18              # its responses always use header v0
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+# Responses are received into one buffer per connection, reused while they
+# fit in this size (replica.fetch.response.max.bytes is 10 MiB by default):
+# a follower receiving ~1 MiB per fetch would otherwise allocate, zero and
+# copy a megabyte per response. A larger response gets a buffer of its own.
+REUSED_RESPONSE_BUFFER_MAX = 16 * 1024 * 1024
 
 
 class BrokerConnectionError(ConnectionError):
@@ -61,7 +67,10 @@ def encode_request(request, correlation_id: int, client_id: str | None) -> bytes
     return struct.pack(">i", len(payload)) + payload
 
 
-def decode_response(frame: bytes, response_cls, expected_correlation_id: int):
+def decode_response(frame: bytes | memoryview, response_cls, expected_correlation_id: int):
+    """The response body of `frame` (after its size prefix). `response_cls` is
+    kio's class, or a class with a `read(frame, position)` of its own (such as
+    protocol.fetch_response.FetchResponseV12, whose result refers to `frame`)."""
     (correlation_id,) = struct.unpack_from(">i", frame, 0)
     if correlation_id != expected_correlation_id:
         raise BrokerConnectionError(
@@ -73,7 +82,8 @@ def decode_response(frame: bytes, response_cls, expected_correlation_id: int):
             _, position = read_unsigned_varint(frame, position)
             size, position = read_unsigned_varint(frame, position)
             position += size
-    response, size = _reader(response_cls)(frame, position)
+    read = getattr(response_cls, "read", None) or _reader(response_cls)
+    response, size = read(frame, position)
     if position + size != len(frame):
         raise BrokerConnectionError(f"{response_cls.__name__}: {len(frame) - position - size} trailing bytes")
     return response
@@ -90,9 +100,14 @@ class BrokerClient:
         self._sock: socket.socket | None = None
         self._correlation_id = 0
         self._lock = threading.Lock()   # guards _sock against close() from another thread
+        self._buffer = bytearray(64 * 1024)   # see REUSED_RESPONSE_BUFFER_MAX
 
     def request(self, request, timeout_s: float | None = None, response_cls=None):
-        """Send `request` and return the decoded response (kio's class unless given)."""
+        """Send `request` and return the decoded response (kio's class unless given).
+
+        kio's objects own their data. A `response_cls` with its own `read`
+        may return views of the receive buffer: they are valid until the next
+        request on this client."""
         cls = response_cls or response_class(request.__api_key__, request.__version__)
         frame, correlation_id = self.encode(request)
         return self.exchange(frame, correlation_id, cls, timeout_s)
@@ -111,7 +126,7 @@ class BrokerClient:
             (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
             if not 4 <= size <= MAX_RESPONSE_BYTES:
                 raise BrokerConnectionError(f"response frame of {size} bytes")
-            payload = _recv_exactly(sock, size)
+            payload = self._receive(sock, size)
         except BrokerConnectionError:
             self.close()
             raise
@@ -126,6 +141,16 @@ class BrokerClient:
         except Exception as error:  # kio's native reader raises several kinds
             self.close()
             raise BrokerConnectionError(f"malformed {cls.__name__}: {error}") from error
+
+    def _receive(self, sock: socket.socket, size: int) -> memoryview:
+        buffer = self._buffer
+        if size > len(buffer):
+            buffer = bytearray(size)
+            if size <= REUSED_RESPONSE_BUFFER_MAX:
+                self._buffer = buffer
+        view = memoryview(buffer)[:size]
+        _recv_into(sock, view)
+        return view.toreadonly()   # kio's reader takes read-only buffers only
 
     def connect(self) -> None:
         """Connect now if not connected (BrokerConnectionError if it cannot)."""
@@ -159,11 +184,9 @@ class BrokerClient:
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     buffer = bytearray(size)
-    view = memoryview(buffer)
-    received = 0
-    while received < size:
-        count = sock.recv_into(view[received:], size - received)
-        if count == 0:
-            raise BrokerConnectionError("connection closed by the broker")
-        received += count
+    _recv_into(sock, memoryview(buffer))
     return bytes(buffer)
+
+
+def _recv_into(sock: socket.socket, view: memoryview) -> None:
+    recv_exactly_into(sock, view, lambda: BrokerConnectionError("connection closed by the broker"))

@@ -41,6 +41,7 @@ from kafkactl.cluster.broker.broker_client import BrokerClient, BrokerConnection
 from kafkactl.cluster.broker.fetch_session import INITIAL_EPOCH, MAX_EPOCH, NO_SESSION_ID
 from kafkactl.cluster.log.errors import LogError, OffsetsOutOfOrderError, UnexpectedAppendOffsetError
 from kafkactl.cluster.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from kafkactl.cluster.protocol.fetch_response import FetchResponseV12
 from kafkactl.cluster.protocol.record_batch import InvalidRecordError
 
 log = logging.getLogger(__name__)
@@ -454,8 +455,11 @@ class ReplicaFetcherThread:
     def _fetch(self) -> None:
         plan = self.session.plan(_Positions(self._wanted))
         wait_s = self.config.fetch_wait_max_ms / 1000
+        # Records arrive as views of the client's receive buffer (no copy):
+        # they are appended below, before the next request reuses it.
         response = self.client.request(self._fetch_request(plan),
-                                       timeout_s=wait_s + self.config.socket_timeout_ms / 1000)
+                                       timeout_s=wait_s + self.config.socket_timeout_ms / 1000,
+                                       response_cls=FetchResponseV12)
         if response.error_code in SESSION_ERRORS:
             log.info("fetcher from broker %s: %s; starting a new fetch session", self.source_broker_id,
                      ErrorCode(response.error_code).name)

@@ -506,6 +506,7 @@ class ReplicaManager:
         self.partition_state_store = partition_state_store
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self._min_insync_cache: dict[str, int] = {}   # topic -> min.insync.replicas, until its config changes
         self.controller_epoch = -1   # the newest controller epoch a control request carried
         self.leader_quota = ReplicationQuota()
         self.follower_quota = ReplicationQuota()
@@ -516,6 +517,15 @@ class ReplicaManager:
         self._control_lock = threading.Lock()   # one control request at a time
         self.data_arrived = threading.Condition()
         self.data_generation = 0      # bumped (under data_arrived) by every notification
+        # acks=-1 producers wait apart from the long polls: a leader's append
+        # (one per produce request) then wakes only the fetches it feeds.
+        self.commit_changed = threading.Condition()
+        # Followers' long polls apart from consumers': a follower has nothing
+        # new when only the high watermark moves (Kafka's follower fetch is
+        # not completed by it either), which happens once per replicated
+        # produce, right when its producer is to be answered.
+        self.follower_data = threading.Condition()
+        self.follower_generation = 0
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -715,6 +725,7 @@ class ReplicaManager:
 
     def _update_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
         self.topic_configs[topic] = dict(overrides)
+        self._min_insync_cache.pop(topic, None)
         config = log_config_for(self.config, overrides)
         for (name, _), partition in list(self.partitions.items()):
             if name == topic:
@@ -744,7 +755,13 @@ class ReplicaManager:
         return self.partitions.get((topic, index))
 
     def _min_insync_replicas(self, topic: str) -> int:
-        return log_config_for(self.config, self.topic_configs.get(topic, {})).min_insync_replicas
+        # Asked twice per acks=-1 produce: parsing the topic's overrides into
+        # a LogConfig each time cost a few percent of a leader's Python time.
+        value = self._min_insync_cache.get(topic)
+        if value is None:
+            value = log_config_for(self.config, self.topic_configs.get(topic, {})).min_insync_replicas
+            self._min_insync_cache[topic] = value
+        return value
 
     # --- ISR maintenance
 
@@ -832,9 +849,15 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             return AppendResult(ErrorCode.unknown_topic_or_partition)
+        high_watermark = partition.high_watermark
         result = partition.append_as_leader(records, required_acks, self._min_insync_replicas(topic))
         if result.error == ErrorCode.none:
-            self._notify_data()
+            # An append wakes the followers' long polls (they fetch it at
+            # once); consumers (who read below the high watermark) and acks=-1
+            # producers only if it moved the high watermark (an ISR of the
+            # leader alone): otherwise nothing they wait for changed.
+            moved = partition.high_watermark != high_watermark
+            self._notify_data(commits=moved, consumers=moved)
         return result
 
     def await_commit(self, topic: str, index: int, last_offset: int, deadline: float,
@@ -850,7 +873,7 @@ class ReplicaManager:
         if partition is None:
             return ErrorCode.not_leader_or_follower
         min_isr = self._min_insync_replicas(topic)
-        with self.data_arrived:
+        with self.commit_changed:
             while True:
                 if self.partitions.get((topic, index)) is not partition:
                     return ErrorCode.not_leader_or_follower
@@ -860,16 +883,30 @@ class ReplicaManager:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return ErrorCode.request_timed_out
-                self.data_arrived.wait(remaining)
+                self.commit_changed.wait(remaining)
 
     def wait_for_commit(self, topic: str, index: int, last_offset: int, deadline: float) -> bool:
         """True once the high watermark passes last_offset (acks=-1)."""
         return self.await_commit(topic, index, last_offset, deadline) == ErrorCode.none
 
-    def _notify_data(self) -> None:
-        with self.data_arrived:
-            self.data_generation += 1
-            self.data_arrived.notify_all()
+    def _notify_data(self, commits: bool = True, followers: bool = True, consumers: bool = True) -> None:
+        """Wake who may have something new: acks=-1 producers (`commits`), the
+        followers' long polls (`followers`: data appended, or anything but a
+        high watermark move) and the consumers' (`consumers`: the high
+        watermark moved, or anything but an append). A change of role, ISR
+        or the hosted partitions wakes all three."""
+        # Producers first: a high watermark move is what they wait for.
+        if commits:
+            with self.commit_changed:
+                self.commit_changed.notify_all()
+        if followers:
+            with self.follower_data:
+                self.follower_generation += 1
+                self.follower_data.notify_all()
+        if consumers:
+            with self.data_arrived:
+                self.data_generation += 1
+                self.data_arrived.notify_all()
 
     # --- fetch (consumers)
 
@@ -881,10 +918,16 @@ class ReplicaManager:
             return ReadResult(ErrorCode.unknown_topic_or_partition)
         return self._read(partition, fetch_offset, max_bytes, current_leader_epoch, min_one_batch, None)
 
-    def wait_for_data(self, timeout_s: float, generation: int) -> bool:
+    def wait_for_data(self, timeout_s: float, generation: int, follower: bool = False) -> bool:
         """Wait until something was appended or committed after `generation`
-        (read `data_generation` before reading the logs, so nothing that
-        happens during the read is missed); False when nothing was."""
+        (read `data_generation`, or `follower_generation` for a follower's
+        fetch, before reading the logs, so nothing that happens during the
+        read is missed); False when nothing was."""
+        if follower:
+            with self.follower_data:
+                if self.follower_generation == generation and timeout_s > 0:
+                    self.follower_data.wait(timeout_s)
+                return self.follower_generation != generation
         with self.data_arrived:
             if self.data_generation == generation and timeout_s > 0:
                 self.data_arrived.wait(timeout_s)
@@ -963,7 +1006,7 @@ class ReplicaManager:
                 expansions.append((partition, proposal))
         self._change_isrs(expansions)
         if high_watermark_moved:
-            self._notify_data()   # acks=-1 producers and long-polling consumers
+            self._notify_data(followers=False)   # acks=-1 producers and long-polling consumers
         return recorded
 
     def read_for_follower(self, topic: str, index: int, follower_id: int, fetch_offset: int, max_bytes: int,

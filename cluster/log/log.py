@@ -45,6 +45,7 @@ from kafkactl.cluster.protocol.record_batch import (
     assign_offsets,
     rebased_headers,
     stamp_log_append_time,
+    stamped_parts,
     validate_batches,
 )
 
@@ -308,14 +309,16 @@ class Log:
         """Validate, assign offsets, stamp `leader_epoch` and append a produce payload.
 
         Every batch is validated before anything is written (one CRC pass per
-        batch, no per-record work). A bytearray is rewritten in place; other
-        buffers are copied once. Raises the record_batch errors
-        (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...).
+        batch, no per-record work). The offsets and the epoch lie outside the
+        CRC: each batch's first 16 bytes are written anew and the rest straight
+        from `records` (os.writev), which is never copied nor changed, so it
+        may be a read-only view of the request. Only LogAppendTime, which
+        changes bytes under the CRC, works on a copy. Raises the record_batch
+        errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...).
         """
         headers = validate_batches(records, self.config.max_message_bytes)
         if not headers:
             raise InvalidRecordError("a produce payload needs at least one record batch")
-        buffer = records if isinstance(records, bytearray) else bytearray(records)
         with self._lock:
             self._ensure_open()
             duplicate = self._producer_state.check(headers)
@@ -326,13 +329,16 @@ class Log:
                                   duplicate.max_timestamp, 0)
             now = self._clock_ms()
             first_offset = self._log_end_offset
-            assign_offsets(buffer, headers, first_offset, leader_epoch)
-            headers = rebased_headers(headers, first_offset, leader_epoch)
             append_time = -1
             if self.config.message_timestamp_type == LOG_APPEND_TIME:
-                headers = stamp_log_append_time(buffer, headers, now)
+                data = bytearray(records)
+                assign_offsets(data, headers, first_offset, leader_epoch)
+                headers = stamp_log_append_time(data, rebased_headers(headers, first_offset, leader_epoch), now)
                 append_time = now
-            self._append(buffer, headers, now)
+            else:
+                data = stamped_parts(records, headers, first_offset, leader_epoch)
+                headers = rebased_headers(headers, first_offset, leader_epoch)
+            self._append(data, headers, now)
             self._producer_state.update(headers)
             if leader_epoch >= 0 and self._epoch_cache.assign(leader_epoch, first_offset):
                 self._attention("flush")
@@ -372,9 +378,10 @@ class Log:
             self.flush()
         return _append_info(headers, -1)
 
-    def _append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader], now: int) -> None:
+    def _append(self, data: bytes | bytearray | memoryview | list, headers: list[BatchHeader], now: int) -> None:
         max_timestamp = max(header.max_timestamp for header in headers)
-        segment = self._maybe_roll(len(data), max_timestamp, headers[0].base_offset,
+        size = headers[-1].size_bytes if len(headers) == 1 else sum(header.size_bytes for header in headers)
+        segment = self._maybe_roll(size, max_timestamp, headers[0].base_offset,
                                    headers[-1].last_offset, now)
         segment.append(data, headers)
         self._log_end_offset = headers[-1].next_offset

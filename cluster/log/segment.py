@@ -223,8 +223,9 @@ class LogSegment:
             self._next_offset = next_offset
         return self._next_offset
 
-    def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
-        """Append validated batches whose offsets are already assigned."""
+    def append(self, data: bytes | bytearray | memoryview | list, headers: list[BatchHeader]) -> None:
+        """Append validated batches whose offsets are already assigned: one
+        buffer, or a list of buffers written in order (record_batch.stamped_parts)."""
         invariant(headers[0].base_offset >= self.next_offset,
                   f"append at {headers[0].base_offset} below segment end {self.next_offset}")
         invariant(headers[-1].last_offset - self.base_offset <= INT32_MAX,
@@ -239,7 +240,8 @@ class LogSegment:
         for header in headers:
             self._track_batch(position, header)
             position += header.size_bytes
-        invariant(position == self._size_bytes + len(data), "batch headers do not cover the data")
+        size = sum(len(part) for part in data) if isinstance(data, list) else len(data)
+        invariant(position == self._size_bytes + size, "batch headers do not cover the data")
         # Visible to readers only once the bytes and index entries are in place.
         self._size_bytes = position
         self._next_offset = headers[-1].next_offset
@@ -473,11 +475,33 @@ class LogSegment:
         return f"LogSegment(base_offset={self.base_offset}, size_bytes={self._size_bytes})"
 
 
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+# Buffers per writev call: Linux's IOV_MAX.
+IOV_MAX = 1024
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview | list) -> None:
+    """Write every byte of `data`, or of the buffers of a list in order (one
+    writev per IOV_MAX of them; a short write resumes where it stopped)."""
+    if not isinstance(data, list):
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        return
+    pending = data
+    while pending:
+        chunk = pending[:IOV_MAX]
+        written = os.writev(fd, chunk)
+        done = 0
+        for part in chunk:
+            size = len(part)
+            if written < size:
+                break
+            written -= size
+            done += 1
+        pending = pending[done:]
+        if written:   # stopped inside a buffer: the rest of it goes first
+            pending = [memoryview(pending[0])[written:]] + pending[1:]
 
 
 def _unlink_if_present(path: str) -> None:

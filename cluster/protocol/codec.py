@@ -20,13 +20,16 @@ from typing import Any, Protocol
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-from kafkactl.cluster.protocol import control
+from kafkactl.cluster.protocol import control, produce_request
 from kafkactl.cluster.protocol.framing import (
     FrameError,
     encode_unsigned_varint,
     parse_request_header,
     size_prefix,
 )
+
+
+PRODUCE_API_KEY = 0
 
 
 class FileRegionLike(Protocol):
@@ -64,13 +67,19 @@ def is_flexible(api_key: int, api_version: int) -> bool:
 
 
 def decode_request(frame: bytes, api_key: int, api_version: int):
-    """Header and body of a supported request; FrameError if malformed."""
+    """Header and body of a supported request; FrameError if malformed.
+
+    Produce bodies are read by protocol.produce_request: their records are
+    views of `frame`, not copies (valid while the frame's buffer is)."""
     cls = request_class(api_key, api_version)
     header = parse_request_header(frame, cls.__flexible__)
-    try:
-        body, size = _reader(cls)(frame, header.body_offset)
-    except Exception as error:  # kio's native reader raises several kinds
-        raise FrameError(f"malformed {cls.__name__}: {error}") from None
+    if api_key == PRODUCE_API_KEY and produce_request.MIN_VERSION <= api_version <= produce_request.MAX_VERSION:
+        body, size = produce_request.read_produce_request(frame, header.body_offset, api_version)
+    else:
+        try:
+            body, size = _reader(cls)(frame, header.body_offset)
+        except Exception as error:  # kio's native reader raises several kinds
+            raise FrameError(f"malformed {cls.__name__}: {error}") from None
     if header.body_offset + size != len(frame):
         raise FrameError(f"{cls.__name__}: {len(frame) - header.body_offset - size} trailing bytes")
     return header, body

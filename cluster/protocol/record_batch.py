@@ -259,6 +259,37 @@ def assign_offsets(
     return offset
 
 
+_STAMPED_PREFIX = struct.Struct(">qii")   # baseOffset, batchLength, partitionLeaderEpoch
+STAMPED_PREFIX_SIZE = _STAMPED_PREFIX.size   # 16: everything before magic
+
+
+def stamped_parts(
+    records: bytes | bytearray | memoryview,
+    headers: Sequence[BatchHeader],
+    first_offset: int,
+    partition_leader_epoch: int,
+) -> list[bytes | memoryview]:
+    """The batches as assign_offsets would leave them, without copying them.
+
+    For os.writev: per batch a new 16-byte prefix (baseOffset, batchLength,
+    partitionLeaderEpoch, all outside the CRC) and a view of the rest of the
+    batch as received. A produce payload of ~1 MiB is then written to the
+    segment straight from the request's buffer, which may be read-only.
+    `headers` must describe `records` from position 0, contiguously.
+    """
+    view = memoryview(records)
+    parts: list[bytes | memoryview] = []
+    position = 0
+    offset = first_offset
+    for header in headers:
+        end = position + header.size_bytes
+        parts.append(_STAMPED_PREFIX.pack(offset, header.batch_length, partition_leader_epoch))
+        parts.append(view[position + STAMPED_PREFIX_SIZE:end])
+        offset += header.last_offset_delta + 1
+        position = end
+    return parts
+
+
 def rebased_headers(
     headers: Sequence[BatchHeader], first_offset: int, partition_leader_epoch: int,
 ) -> list[BatchHeader]:

@@ -21,6 +21,7 @@ import time
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.fetch_session import FetchContext, FetchTarget
+from kafkactl.cluster.protocol import fetch_response
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import new_placeholder, response_class, splice_records
 
@@ -47,8 +48,9 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
     meters = services.metrics.partitions
     # Kafka's BytesOutPerSec leaves followers out; they have ReplicationBytesOutPerSec.
     count_bytes_out = meters.add_replication_bytes_out if replica_id >= 0 else meters.add_bytes_out
+    follower = replica_id >= 0
     while True:
-        generation = replica_manager.data_generation
+        generation = replica_manager.follower_generation if follower else replica_manager.data_generation
         reads, total_bytes = _read_all(replica_manager, context.targets, response_max_bytes, replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
@@ -57,7 +59,7 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
         # Nothing new until the deadline: what was read is the answer. Reading
         # every partition of a session again would cost an idle leader of
         # 10,000 partitions a good part of a core.
-        if not replica_manager.wait_for_data(remaining, generation):
+        if not replica_manager.wait_for_data(remaining, generation, follower):
             return _response(header, reads, context, count_bytes_out)
 
 
@@ -94,6 +96,8 @@ def _response(header, reads, context: FetchContext, count_bytes_out=None):
     """`count_bytes_out(topic, partition, size)`: the meter of the bytes sent
     (consumers' or followers'); counted here, once per answer, because the
     long poll may read a partition more than once."""
+    if header.api_version == fetch_response.VERSION:   # every follower's: written directly
+        return _response_v12(header, reads, context, count_bytes_out)
     cls = response_class(1, header.api_version)
     regions = []
     by_topic: dict[str, list] = {}
@@ -129,3 +133,18 @@ def _response(header, reads, context: FetchContext, count_bytes_out=None):
         ),
     )
     return splice_records(response, header.correlation_id, regions)
+
+
+def _response_v12(header, reads, context: FetchContext, count_bytes_out):
+    by_topic: dict[str, list] = {}
+    for topic, index, result in reads:
+        if not context.include(topic, index, result.size > 0, result.error, result.high_watermark,
+                               result.log_start_offset):
+            continue
+        if result.region is not None and count_bytes_out is not None:
+            count_bytes_out(topic, index, result.size)
+        by_topic.setdefault(topic, []).append(fetch_response.PartitionToSend(
+            index, result.error, result.high_watermark, result.high_watermark, result.log_start_offset,
+            result.region))
+    return fetch_response.encode_fetch_response(header.correlation_id, context.error, context.session_id,
+                                                list(by_topic.items()))

@@ -48,7 +48,9 @@ def _append(services, topic: str, index: int, records, acks: int) -> AppendResul
         return AppendResult(ErrorCode.unknown_topic_or_partition)
     if not records:
         return AppendResult(ErrorCode.corrupt_message, message="no record batch")
-    return replica_manager.append(topic, index, bytes(records), acks)
+    # `records` is a read-only view of the request frame (no copy): the log
+    # writes it before this returns and keeps nothing of it.
+    return replica_manager.append(topic, index, records, acks)
 
 
 def _await_commit(services, results, timeout: datetime.timedelta) -> None:

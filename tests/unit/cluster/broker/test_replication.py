@@ -584,3 +584,40 @@ def test_acks_all_survives_a_new_epoch_for_the_same_leader_but_not_a_lost_leader
     assert leader.partition().high_watermark == 2
     assert leader.manager.await_commit(TOPIC, 0, lost.last_offset, time.monotonic() + 1,
                                        lost.leader_epoch) == ErrorCode.not_leader_or_follower
+
+
+# --- who a change wakes ----------------------------------------------------------
+
+def test_an_append_wakes_followers_and_a_high_watermark_move_wakes_consumers_and_producers(nodes):
+    """A replicated produce wakes each waiter when it has something: the
+    followers' long polls on the append, consumers and acks=-1 producers
+    when the high watermark moves (not the followers: nothing new for them)."""
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    manager = leader.manager
+    follower_generation, consumer_generation = manager.follower_generation, manager.data_generation
+    result = produce(leader, b"a", acks=-1)
+    assert manager.follower_generation == follower_generation + 1
+    assert manager.data_generation == consumer_generation          # nothing new below the HW
+    commit = []
+    waiter = threading.Thread(target=lambda: commit.append(manager.await_commit(
+        TOPIC, 0, result.last_offset, time.monotonic() + 5, result.leader_epoch)))
+    waiter.start()
+    follower_generation = manager.follower_generation
+    follower_fetch(leader, 2, 1)                                   # proves the follower has it: HW 1
+    waiter.join(5)
+    assert commit == [ErrorCode.none]
+    assert manager.data_generation == consumer_generation + 1
+    assert manager.follower_generation == follower_generation
+    assert not manager.wait_for_data(0.01, follower_generation, follower=True)
+    assert manager.wait_for_data(0.01, consumer_generation)
+
+
+def test_a_changed_min_insync_replicas_applies_to_the_next_produce(nodes):
+    leader = nodes(1)
+    control(leader, state(1, 0, (1, 2)))
+    assert leader.manager.append(TOPIC, 0, batch(b"a"), -1).error == ErrorCode.none
+    leader.manager.update_topic_configs({TOPIC: {"min.insync.replicas": "3"}})
+    assert leader.manager.append(TOPIC, 0, batch(b"b"), -1).error == ErrorCode.not_enough_replicas
+    leader.manager.update_topic_configs({TOPIC: {}})
+    assert leader.manager.append(TOPIC, 0, batch(b"c"), -1).error == ErrorCode.none

@@ -475,3 +475,69 @@ def test_a_new_log_is_created_without_fsync_and_made_durable_by_its_first_flush(
     assert synced == [] and log.log_end_offset == 0 and os.path.isdir(partition_dir)
     log.flush()
     assert partition_dir in synced and os.path.dirname(partition_dir) in synced
+
+
+# --- the zero-copy append paths ---------------------------------------------------
+
+def test_leader_append_writes_from_a_read_only_view_without_changing_it(open_log, make_batch):
+    """Offsets and the epoch are written into the segment, never into the
+    request's buffer (a read-only view of a connection's reused frame)."""
+    log = open_log()
+    log.append_as_leader(make_batch(2), 1)
+    payload = make_batch(3, 100) + make_batch(1, 200)
+    frame = bytearray(b"head" + payload + b"tail")
+    view = memoryview(frame)[4:4 + len(payload)].toreadonly()
+    info = log.append_as_leader(view, 7)
+    assert bytes(frame) == b"head" + payload + b"tail"
+    assert (info.first_offset, info.last_offset) == (2, 5)
+    headers = validate_batches(log.read(2, 1 << 20).region.read_bytes(), 1 << 20)   # CRCs still hold
+    assert [(h.base_offset, h.partition_leader_epoch) for h in headers] == [(2, 7), (5, 7)]
+    assert log.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(7, 2)]
+
+
+def test_segment_writes_many_buffers_through_short_writes(open_log, make_batch, monkeypatch):
+    """More batches than one writev takes, and writev stopping mid-buffer."""
+    from kafkactl.cluster.log import segment as segment_module
+
+    real = os.writev
+    calls = []
+
+    def short_writev(fd, buffers):
+        calls.append(len(buffers))
+        assert len(buffers) <= segment_module.IOV_MAX
+        return real(fd, [memoryview(buffers[0])[:7]] if len(calls) % 2 else buffers[:3])
+
+    monkeypatch.setattr(segment_module.os, "writev", short_writev)
+    log = open_log()
+    batches = [make_batch(1, i) for i in range(700)]    # 1,400 buffers
+    log.append_as_leader(b"".join(batches), 0)
+    assert len(calls) > 2 and max(calls) == segment_module.IOV_MAX
+    assert offsets_of(log.read(0, 1 << 30)) == list(range(700))
+
+
+def test_follower_append_of_a_corrupt_batch_stores_nothing(open_log, make_batch):
+    log = open_log()
+    log.append_as_follower(make_batch(2, base_offset=0, partition_leader_epoch=1))
+    good = make_batch(1, base_offset=2, partition_leader_epoch=2)
+    corrupt = bytearray(make_batch(2, base_offset=3, partition_leader_epoch=2))
+    corrupt[-1] ^= 1
+    fetched = bytearray(good + bytes(corrupt))
+    with pytest.raises(CorruptRecordError):
+        log.append_as_follower(memoryview(fetched).toreadonly())
+    assert log.log_end_offset == 2 and log.size_bytes == len(make_batch(2))
+    assert log.leader_epoch_cache.entries == [EpochEntry(1, 0)]
+
+
+def test_follower_append_from_a_view_records_the_batches_epochs(open_log, make_batch, partition_dir):
+    """A follower appends the fetched bytes as they are (a view of the
+    fetcher's receive buffer); the epochs in their headers reach the
+    leader-epoch checkpoint."""
+    log = open_log()
+    fetched = bytearray(make_batch(2, base_offset=0, partition_leader_epoch=1)
+                        + make_batch(3, base_offset=2, partition_leader_epoch=4))
+    log.append_as_follower(memoryview(fetched).toreadonly())
+    fetched[:] = bytes(len(fetched))          # the buffer is reused for the next response
+    assert offsets_of(log.read(0, 1 << 20)) == [0, 1, 2, 3, 4]
+    log.flush()
+    with open(os.path.join(partition_dir, "leader-epoch-checkpoint")) as file:
+        assert file.read().split("\n")[2:4] == ["1 0", "4 2"]
