@@ -68,7 +68,8 @@ class Broker:
             clock_ms=clock_ms,
             metrics=self.metrics,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                             config.min_incremental_fetch_session_eviction_ms, clock_ms),
+                                             config.min_incremental_fetch_session_eviction_ms, clock_ms,
+                                             changes=self.replica_manager.changes),
         )
         listener = config.listeners[0]
         self.server = SocketServer(
@@ -172,6 +173,7 @@ class Broker:
     def _run_retention(self, _now_ms: int) -> None:
         deleted = self.log_manager.run_retention()
         if deleted:
+            self.replica_manager.note_log_start_offsets_moved()   # followers and consumers learn the new start
             log.info("retention deleted %s segments", deleted)
 
     def _housekeeping_loop(self) -> None:

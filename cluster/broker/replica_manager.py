@@ -40,6 +40,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.fetch_session import PartitionChanges
 from kafkactl.cluster.broker.quota import (
     UNLIMITED, ReplicationQuota, ThrottledReplicasError, is_throttled, parse_throttled_replicas,
 )
@@ -189,6 +190,10 @@ class ReadResult:
     log_start_offset: int = -1
     region: object | None = None   # a file region of whole batches, or None
     size: int = 0
+    # The fetcher has everything it may read here (a follower in the ISR at
+    # the log end, a consumer at the high watermark): until the partition
+    # changes, reading it again can only answer "nothing new".
+    settled: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -235,6 +240,15 @@ class Partition:
         self.leader_epoch_start_offset = isr_rules.UNKNOWN_OFFSET
         self.followers: dict[int, isr_rules.FollowerState] = {}   # leader only
         self.isr_write: _IsrWrite | None = None
+        self.key = (topic, index)
+        # Where what fetch sessions must look at again is noted (the replica
+        # manager's); None: nobody tracks changes (a bare Partition in tests).
+        self.changes: PartitionChanges | None = None
+
+    def _note_change(self) -> None:
+        """Under the lock, before the change is visible (see PartitionChanges)."""
+        if self.changes is not None:
+            self.changes.note(self.key)
 
     @property
     def is_leader(self) -> bool:
@@ -252,6 +266,7 @@ class Partition:
 
     def make_leader(self, state: LeaderAndIsrPartition, now_ms: int) -> None:
         with self.lock:
+            self._note_change()
             is_new_leader = not self.is_leader
             self._take_state(state)
             self.leader_id = self.broker_id
@@ -259,6 +274,7 @@ class Partition:
 
     def make_follower(self, state: LeaderAndIsrPartition) -> None:
         with self.lock:
+            self._note_change()
             self._take_state(state)
             self.leader_id = state.leader
             self._become_follower()
@@ -266,6 +282,7 @@ class Partition:
     def stop(self) -> None:
         """StopReplica: neither lead nor follow until a newer LeaderAndIsr says so."""
         with self.lock:
+            self._note_change()
             self.leader_id = -1
             self._become_follower()
 
@@ -306,7 +323,7 @@ class Partition:
             if is_new_leader or previous is None:
                 followers[replica] = isr_rules.reset_on_become_leader(replica, in_isr, now_ms)
             else:
-                followers[replica] = previous._replace(last_caught_up_time_ms=now_ms if in_isr else 0)
+                followers[replica] = previous._replace(last_caught_up_time_ms=now_ms if in_isr else 0, clock=None)
         self.followers = followers
 
     def _become_follower(self) -> None:
@@ -327,6 +344,8 @@ class Partition:
         invariant(new_high_watermark <= self.log.log_end_offset,
                   f"{self.topic}-{self.index}: high watermark {new_high_watermark} beyond the log end")
         moved = new_high_watermark != self.high_watermark
+        if moved:
+            self._note_change()
         self.high_watermark = new_high_watermark
         return moved
 
@@ -338,6 +357,7 @@ class Partition:
                 return AppendResult(ErrorCode.not_leader_or_follower)
             if required_acks == -1 and len(self.isr) < min_insync_replicas:
                 return AppendResult(ErrorCode.not_enough_replicas)
+            self._note_change()   # before the log end moves (a failed append only costs a look)
             try:
                 info = self.log.append_as_leader(records, self.leader_epoch)
             except Exception as error:
@@ -368,8 +388,10 @@ class Partition:
     # --- follower fetches (leader)
 
     def record_follower_fetch(self, follower_id: int, fetch_offset: int, follower_log_start_offset: int,
-                              current_leader_epoch: int, now_ms: int, pending_reads_enabled: bool):
-        """(FollowerFetch, high watermark moved, ISR to propose or None); None if not recordable."""
+                              current_leader_epoch: int, now_ms: int, pending_reads_enabled: bool,
+                              clock: isr_rules.FollowerFetchClock | None = None):
+        """(FollowerFetch, high watermark moved, ISR to propose or None); None if not recordable.
+        `clock`: the follower's fetch session's (see isr.FollowerState.clock)."""
         with self.lock:
             if _check_epoch(self, current_leader_epoch) is not None or follower_id not in self.followers:
                 return None
@@ -378,7 +400,7 @@ class Partition:
                 return None  # answered OFFSET_OUT_OF_RANGE by the read; proves nothing
             previous = self.followers[follower_id]
             record = isr_rules.record_fetch(previous, fetch_offset, follower_log_start_offset,
-                                            log_end_offset, now_ms, pending_reads_enabled)
+                                            log_end_offset, now_ms, pending_reads_enabled, clock)
             self.followers[follower_id] = record.state
             # Only a follower's log end offset moving can move the HW here.
             moved = fetch_offset != previous.log_end_offset and self._maybe_advance_high_watermark()
@@ -388,6 +410,13 @@ class Partition:
                                                self.leader_epoch_start_offset)):
                 proposal = self.isr + (follower_id,)
             return FollowerFetch(self, follower_id, self.leader_epoch, record), moved, proposal
+
+    def leave_session(self, follower_id: int, clock: isr_rules.FollowerFetchClock) -> None:
+        """The follower's session dropped this partition: its fetches no longer cover it."""
+        with self.lock:
+            state = self.followers.get(follower_id)
+            if state is not None and state.clock is clock:
+                self.followers[follower_id] = isr_rules.settle(state)
 
     def complete_follower_fetch(self, fetch: FollowerFetch, now_ms: int) -> None:
         with self.lock:
@@ -426,6 +455,7 @@ class Partition:
         with self.lock:
             if self.isr_write is not write:
                 return False  # a LeaderAndIsr replaced the state meanwhile
+            self._note_change()   # a follower that joined settles; one waiting to join tries again
             self.isr, self.zk_version, self.isr_write = write.isr, new_zk_version, None
             self._maybe_advance_high_watermark()
             return True
@@ -440,6 +470,7 @@ class Partition:
         with self.lock:
             if self.isr_write is not write:
                 return False
+            self._note_change()
             self.isr_write = None
             still_ours = (current is not None and current.leader == self.broker_id
                           and current.leader_epoch == write.leader_epoch)
@@ -482,6 +513,7 @@ class Partition:
 
     def replace_log(self, new_log) -> None:
         """Under log_move_lock and lock: the swapped-in log serves everything from now on."""
+        self._note_change()
         self.log = new_log
         self.future_log = None
 
@@ -516,6 +548,7 @@ class ReplicaManager:
         self._control_lock = threading.Lock()   # one control request at a time
         self.data_arrived = threading.Condition()
         self.data_generation = 0      # bumped (under data_arrived) by every notification
+        self.changes = PartitionChanges()   # what fetch sessions must read again (fetch_session.py)
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -542,7 +575,6 @@ class ReplicaManager:
         replicas; KAFKA_STORAGE_ERROR when its log cannot be opened.
         `live_leaders` maps broker id to (host, port) for followers' fetchers.
         """
-        now_ms = self.clock_ms()
         timer = _ApplyTimer(time.monotonic())
         with self._control_lock:
             timer.locked_s = time.monotonic()
@@ -556,7 +588,7 @@ class ReplicaManager:
                 if partition is not None:
                     (leading if state.leader == self.broker_id else following).append((partition, state))
             timer.accepted_s = time.monotonic()
-            self._make_leaders(leading, now_ms, timer)
+            self._make_leaders(leading, timer)
             self._make_followers(following)
         self._notify_data()
         return errors
@@ -634,7 +666,7 @@ class ReplicaManager:
             return ErrorCode.stale_controller_epoch, None
         return ErrorCode.none, partition
 
-    def _make_leaders(self, leading: list[tuple[Partition, LeaderAndIsrPartition]], now_ms: int,
+    def _make_leaders(self, leading: list[tuple[Partition, LeaderAndIsrPartition]],
                       timer: "_ApplyTimer | None" = None) -> None:
         if not leading:
             return
@@ -643,6 +675,10 @@ class ReplicaManager:
         # once this broker appends as leader.
         self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in leading])
         stopped_s = time.monotonic()
+        # The ISR's followers count as caught up from when the leadership takes
+        # effect, not from the request's arrival: creating thousands of logs
+        # before this can take longer than replica.lag.time.max.ms.
+        now_ms = self.clock_ms()
         for partition, state in leading:
             partition.make_leader(state, now_ms)
         # "took" counts from the request's arrival in apply_leader_and_isr.
@@ -673,6 +709,7 @@ class ReplicaManager:
     def _delete_partition(self, key: tuple[str, int]) -> ErrorCode:
         with self._partitions_lock:
             self.partitions.pop(key, None)
+        self.changes.note(key)   # sessions holding it answer its error
         try:
             self.log_manager.delete_log(*key)
         except (LogError, OSError) as error:
@@ -730,6 +767,7 @@ class ReplicaManager:
                 topic, index, config, self.config.log_dirs_preferred_media
             )
             partition = Partition(topic, index, log_, self.broker_id)
+            partition.changes = self.changes
             future = self.log_manager.future_log(topic, index)
             if future is not None:     # a move interrupted by a restart: the mover goes on with it
                 partition.attach_future(future)
@@ -738,7 +776,14 @@ class ReplicaManager:
             )
             with self._partitions_lock:
                 self.partitions[key] = partition
+            self.changes.note(key)   # a session may hold it from before (UNKNOWN_TOPIC_OR_PARTITION then)
         return partition
+
+    def note_log_start_offsets_moved(self) -> None:
+        """Retention moved log start offsets (which partitions, the log manager
+        does not say): fetch sessions look at every partition once, as a
+        session without change tracking does at every fetch."""
+        self.changes.note_many(list(self.partitions))
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -898,6 +943,8 @@ class ReplicaManager:
                 error = ErrorCode.not_leader_or_follower  # not an assigned replica
             high_watermark = partition.high_watermark
             log_ = partition.log
+            # A follower outside the ISR is looked at on every fetch until it joins.
+            settled_here = follower_id is None or follower_id in partition.isr
         if error is not None:
             return ReadResult(error)
         if fetch_offset < log_.log_start_offset or fetch_offset > log_.log_end_offset:
@@ -905,9 +952,9 @@ class ReplicaManager:
         if follower_id is None and fetch_offset >= high_watermark:
             # Between the HW and the LEO there is nothing a consumer may see
             # yet: answer empty, not out of range (seed 000, discussion 7).
-            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
+            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, settled=True)
         if fetch_offset == log_.log_end_offset:   # a caught-up follower: nothing to read
-            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
+            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, settled=settled_here)
         max_offset = None if follower_id is not None else high_watermark
         try:
             data = log_.read(fetch_offset, max_bytes, max_offset, min_one_batch)
@@ -939,11 +986,13 @@ class ReplicaManager:
         return fetch
 
     def begin_follower_fetches(self, fetches: Iterable[tuple[str, int, int, int, int]],
-                               follower_id: int) -> list[FollowerFetch | None]:
+                               follower_id: int, now_ms: int | None = None,
+                               clock: isr_rules.FollowerFetchClock | None = None) -> list[FollowerFetch | None]:
         """begin_follower_fetch for (topic, partition, fetch offset, log start
         offset, current leader epoch) of one fetch; the ISR expansions they
-        prove are written together."""
-        now_ms = self.clock_ms()
+        prove are written together. `now_ms`: when the fetch began (read
+        before its session looked for changes); `clock`: its session's."""
+        now_ms = self.clock_ms() if now_ms is None else now_ms
         pending_reads = self.config.follower_fetch_pending_reads_insync_enable
         recorded: list[FollowerFetch | None] = []
         expansions = []
@@ -951,7 +1000,8 @@ class ReplicaManager:
         for topic, index, fetch_offset, follower_log_start_offset, current_leader_epoch in fetches:
             partition = self.partitions.get((topic, index))
             outcome = None if partition is None else partition.record_follower_fetch(
-                follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, now_ms, pending_reads)
+                follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, now_ms, pending_reads,
+                clock)
             if outcome is None:
                 recorded.append(None)
                 continue
@@ -976,6 +1026,22 @@ class ReplicaManager:
 
     def end_follower_fetch(self, fetch: FollowerFetch) -> None:
         fetch.partition.complete_follower_fetch(fetch, self.clock_ms())
+
+    def begin_session_fetch(self, clock: isr_rules.FollowerFetchClock, now_ms: int) -> None:
+        """A follower's session fetch began at `now_ms` (after its listed and
+        changed partitions were recorded): it covers every partition it skips."""
+        clock.begin_fetch(now_ms, self.config.follower_fetch_pending_reads_insync_enable)
+
+    def end_session_fetch(self, clock: isr_rules.FollowerFetchClock) -> None:
+        clock.end_fetch(self.clock_ms(), self.config.follower_fetch_pending_reads_insync_enable)
+
+    def leave_sessions(self, keys: Iterable[tuple[str, int]], follower_id: int,
+                       clock: isr_rules.FollowerFetchClock) -> None:
+        """Partitions a follower's session forgot: its fetches stop covering them."""
+        for key in keys:
+            partition = self.partitions.get(key)
+            if partition is not None:
+                partition.leave_session(follower_id, clock)
 
     # --- OffsetForLeaderEpoch
 

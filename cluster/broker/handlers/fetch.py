@@ -4,8 +4,10 @@ The request waits until `min_bytes` are available or `max_wait` passes; an
 append anywhere wakes it to re-read. Record bytes are never copied into
 Python: the response is spliced with file regions (see protocol.codec).
 Fetch sessions (KIP-227, fetch_session.py) let a fetcher send and receive
-only the partitions that changed; every partition of the session is still
-read, and for a follower recorded, on every fetch.
+only the partitions that changed, and the leader read only those: the
+partitions where the fetcher already has everything are not read again
+until they change, and a follower's fetch records them caught up through
+its session's clock, once per fetch.
 
 A fetch with `replica_id` >= 0 comes from a follower: it reads up to the log
 end offset rather than the high watermark, and the leader records what the
@@ -27,17 +29,28 @@ from kafkactl.cluster.protocol.codec import new_placeholder, response_class, spl
 
 def handle(services, header, request):
     replica_id = getattr(request, "replica_id", -1)
+    replica_manager = services.replica_manager
+    # Before the session looks for changes: a partition it skips was
+    # unchanged, so at the log end, at this time (fetch_session.py).
+    now_ms = replica_manager.clock_ms() if replica_id >= 0 else 0
     context = services.fetch_sessions.context(request, replica_id)
     if context.error != ErrorCode.none:
         return _response(header, [], context)
     if replica_id < 0:
         return _long_poll(services, header, request, context, replica_id)
-    fetches = _begin_follower_fetches(services.replica_manager, context.targets, replica_id)
+    clock = context.clock
+    if clock is not None and context.forgotten:
+        replica_manager.leave_sessions(context.forgotten, replica_id, clock)
+    fetches = _begin_follower_fetches(replica_manager, context.targets, replica_id, now_ms, clock)
+    if clock is not None:   # after the real records: they fold in only the earlier fetches
+        replica_manager.begin_session_fetch(clock, now_ms)
     try:
         return _long_poll(services, header, request, context, replica_id)
     finally:
         for fetch in fetches:
-            services.replica_manager.end_follower_fetch(fetch)
+            replica_manager.end_follower_fetch(fetch)
+        if clock is not None:
+            replica_manager.end_session_fetch(clock)
 
 
 def _long_poll(services, header, request, context: FetchContext, replica_id: int):
@@ -49,22 +62,23 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
     count_bytes_out = meters.add_replication_bytes_out if replica_id >= 0 else meters.add_bytes_out
     while True:
         generation = replica_manager.data_generation
+        context.more_targets()   # after the generation: a later change wakes the wait below
         reads, total_bytes = _read_all(replica_manager, context.targets, response_max_bytes, replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
-        if total_bytes >= request.min_bytes or has_error or remaining <= 0 or not reads:
+        if (total_bytes >= request.min_bytes or has_error or remaining <= 0
+                or not (reads or context.waits_for_changes)):
             return _response(header, reads, context, count_bytes_out)
-        # Nothing new until the deadline: what was read is the answer. Reading
-        # every partition of a session again would cost an idle leader of
-        # 10,000 partitions a good part of a core.
+        # Nothing new until the deadline: what was read is the answer.
         if not replica_manager.wait_for_data(remaining, generation):
             return _response(header, reads, context, count_bytes_out)
 
 
-def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int) -> list:
+def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int, now_ms: int,
+                            clock) -> list:
     recorded = replica_manager.begin_follower_fetches(
         [(t.topic, t.partition, t.fetch_offset, t.log_start_offset, t.current_leader_epoch) for t in targets],
-        replica_id)
+        replica_id, now_ms, clock)
     return [fetch for fetch in recorded if fetch is not None]
 
 
@@ -97,7 +111,9 @@ def _response(header, reads, context: FetchContext, count_bytes_out=None):
     cls = response_class(1, header.api_version)
     regions = []
     by_topic: dict[str, list] = {}
+    settled, unsettled = [], []
     for topic, index, result in reads:
+        (settled if result.settled else unsettled).append((topic, index))
         if not context.include(topic, index, result.size > 0, result.error, result.high_watermark,
                                result.log_start_offset):
             continue
@@ -118,6 +134,7 @@ def _response(header, reads, context: FetchContext, count_bytes_out=None):
             preferred_read_replica=-1,
             records=records,
         ))
+    context.settle(settled, unsettled)
     response = make(
         cls,
         throttle_time=datetime.timedelta(0),
