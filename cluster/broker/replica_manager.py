@@ -63,6 +63,10 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 
+# A LeaderAndIsr changing at least this many roles leaves tens of thousands of
+# new long-lived objects (follower states, partition states) behind.
+LARGE_CHANGE_PARTITIONS = 1000
+
 # StopReplica leader-epoch sentinels: stop whatever the current epoch.
 STOP_REPLICA_NO_EPOCH = -1
 STOP_REPLICA_EPOCH_DURING_DELETE = -2
@@ -260,21 +264,22 @@ class Partition:
     # --- roles from the controller
 
     def claim_for_controller(self, leader_epoch: int) -> bool:
-        """Accept a LeaderAndIsr at `leader_epoch` only if it is newer: epochs never go back."""
-        with self.lock:
-            return leader_epoch > self.leader_epoch
+        """Accept a LeaderAndIsr at `leader_epoch` only if it is newer: epochs never go back.
+        Called by the control thread, the only writer of leader_epoch (one
+        control request at a time), so the read needs no lock."""
+        return leader_epoch > self.leader_epoch
 
     def make_leader(self, state: LeaderAndIsrPartition, now_ms: int) -> None:
+        """The caller noted the change (ReplicaManager: one note for the whole request)."""
         with self.lock:
-            self._note_change()
             is_new_leader = not self.is_leader
             self._take_state(state)
             self.leader_id = self.broker_id
             self._become_leader(now_ms, is_new_leader)
 
     def make_follower(self, state: LeaderAndIsrPartition) -> None:
+        """The caller noted the change, as for make_leader."""
         with self.lock:
-            self._note_change()
             self._take_state(state)
             self.leader_id = state.leader
             self._become_follower()
@@ -309,9 +314,10 @@ class Partition:
         # The HW stays where it was as a follower: what lies between it and
         # the LEO is committed only once every ISR member has it.
         self.high_watermark = min(self.high_watermark, log_end_offset)
-        self._maybe_advance_high_watermark()
-        log.debug("%s-%s: leader at epoch %s, isr %s, high watermark %s, log end %s", self.topic,
-                  self.index, self.leader_epoch, list(self.isr), self.high_watermark, log_end_offset)
+        if not is_new_leader or len(self.isr) <= 1:
+            # A new leader with other ISR members knows none of their log end
+            # offsets yet (reset above): its HW cannot move before they fetch.
+            self._maybe_advance_high_watermark()
 
     def _reset_followers(self, now_ms: int, is_new_leader: bool) -> None:
         followers = {}
@@ -549,6 +555,9 @@ class ReplicaManager:
         self.data_arrived = threading.Condition()
         self.data_generation = 0      # bumped (under data_arrived) by every notification
         self.changes = PartitionChanges()   # what fetch sessions must read again (fetch_session.py)
+        # Called after a LeaderAndIsr that created partitions or changed the role
+        # of many (the broker freezes the garbage collector's heap then, see broker.py).
+        self.after_large_change: Callable[[], None] | None = None
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -582,6 +591,7 @@ class ReplicaManager:
             self.update_broker_endpoints(live_leaders)
             errors: dict[tuple[str, int], ErrorCode] = {}
             leading, following = [], []
+            hosted = len(self.partitions)
             for state in partition_states:
                 error, partition = self._accept(state, controller_id)
                 errors[(state.topic, state.partition)] = error
@@ -590,7 +600,10 @@ class ReplicaManager:
             timer.accepted_s = time.monotonic()
             self._make_leaders(leading, timer)
             self._make_followers(following)
+            large = len(self.partitions) > hosted or len(leading) + len(following) >= LARGE_CHANGE_PARTITIONS
         self._notify_data()
+        if large and self.after_large_change is not None:
+            self.after_large_change()
         return errors
 
     def stop_replicas(self, partitions: Mapping[tuple[str, int], int], delete: bool,
@@ -647,22 +660,25 @@ class ReplicaManager:
         self.controller_epoch = controller_epoch
 
     def _accept(self, state: LeaderAndIsrPartition, controller_id: int) -> tuple[ErrorCode, Partition | None]:
-        name = f"{state.topic}-{state.partition}"
+        # Runs for every partition of a failover: the common case (a hosted
+        # partition, a newer epoch) formats and locks nothing.
         if self.broker_id not in state.replicas:
-            log.warning("ignoring LeaderAndIsr for %s from controller %s: broker %s is not among replicas %s",
-                        name, controller_id, self.broker_id, list(state.replicas))
+            log.warning("ignoring LeaderAndIsr for %s-%s from controller %s: broker %s is not among replicas %s",
+                        state.topic, state.partition, controller_id, self.broker_id, list(state.replicas))
             return ErrorCode.unknown_topic_or_partition, None
-        try:
-            partition = self._get_or_create(state.topic, state.partition)
-        except ValueError as error:
-            log.warning("ignoring LeaderAndIsr for %s: %s", name, error)
-            return ErrorCode.unknown_topic_or_partition, None
-        except (LogError, OSError) as error:
-            log.error("cannot open the log of %s: %s", name, error)
-            return ErrorCode.kafka_storage_error, None
+        partition = self.partitions.get((state.topic, state.partition))
+        if partition is None:
+            try:
+                partition = self._get_or_create(state.topic, state.partition)
+            except ValueError as error:
+                log.warning("ignoring LeaderAndIsr for %s-%s: %s", state.topic, state.partition, error)
+                return ErrorCode.unknown_topic_or_partition, None
+            except (LogError, OSError) as error:
+                log.error("cannot open the log of %s-%s: %s", state.topic, state.partition, error)
+                return ErrorCode.kafka_storage_error, None
         if not partition.claim_for_controller(state.leader_epoch):
-            log.info("ignoring LeaderAndIsr for %s from controller %s: leader epoch %s is not newer than %s",
-                     name, controller_id, state.leader_epoch, partition.leader_epoch)
+            log.info("ignoring LeaderAndIsr for %s-%s from controller %s: leader epoch %s is not newer than %s",
+                     state.topic, state.partition, controller_id, state.leader_epoch, partition.leader_epoch)
             return ErrorCode.stale_controller_epoch, None
         return ErrorCode.none, partition
 
@@ -673,12 +689,13 @@ class ReplicaManager:
         timer = timer or _ApplyTimer(time.monotonic())
         # First stop fetching: nothing from the old leader may be appended
         # once this broker appends as leader.
-        self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in leading])
+        self.fetchers.remove_partitions([p.key for p, _ in leading])
         stopped_s = time.monotonic()
         # The ISR's followers count as caught up from when the leadership takes
         # effect, not from the request's arrival: creating thousands of logs
         # before this can take longer than replica.lag.time.max.ms.
         now_ms = self.clock_ms()
+        self.changes.note_many([p.key for p, _ in leading])   # before any role changes
         for partition, state in leading:
             partition.make_leader(state, now_ms)
         # "took" counts from the request's arrival in apply_leader_and_isr.
@@ -688,12 +705,11 @@ class ReplicaManager:
     def _make_followers(self, following: list[tuple[Partition, LeaderAndIsrPartition]]) -> None:
         if not following:
             return
-        self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in following])
+        self.fetchers.remove_partitions([p.key for p, _ in following])
+        self.changes.note_many([p.key for p, _ in following])   # before any role changes
         by_leader: dict[int, list[PartitionFetchState]] = {}
         for partition, state in following:
             partition.make_follower(state)
-            log.debug("%s-%s: following broker %s at epoch %s", state.topic, state.partition,
-                      state.leader, state.leader_epoch)
             if state.leader < 0:
                 continue  # no leader: nothing to fetch until one is elected
             if state.leader not in self._broker_endpoints:
