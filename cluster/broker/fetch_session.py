@@ -19,6 +19,19 @@ The protocol, by (session_id, session_epoch) of the request:
 Sessions are bounded (max.incremental.fetch.session.cache.slots). When the
 cache is full a session idle longer than min.incremental.fetch.session.
 eviction.ms is evicted, and a follower's session may evict a consumer's.
+
+An idle incremental fetch costs O(partitions that changed), not O(session):
+the replica manager notes every partition whose log end offset, high
+watermark, log start offset, role or ISR changes in a `PartitionChanges`
+log, and a session reads only (a) the partitions its request lists, (b) the
+partitions noted since its last fetch and (c) its `active` ones: those whose
+last read left the fetcher something to do (records to read, an error, a
+follower not yet in the ISR). Every other partition is *settled*: the fetcher
+has everything, so reading it again could only answer "nothing new". For a
+follower, a fetch still proves each settled partition caught up (it fetched
+at the log end offset); that is recorded once per fetch in the session's
+`FollowerFetchClock` (isr.py), which the leader's follower states of the
+settled partitions point to, so the ISR rules see every fetch in O(1).
 """
 
 from __future__ import annotations
@@ -26,10 +39,13 @@ from __future__ import annotations
 import random
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.isr import FollowerFetchClock
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
@@ -48,9 +64,57 @@ class FetchTarget(NamedTuple):
     current_leader_epoch: int
 
 
+Key = tuple[str, int]
+
+
+class PartitionChanges:
+    """Which partitions changed, newest last, each with the sequence number of
+    its latest change: a fetch session asks for what changed since the
+    position it saw at its previous fetch and visits only those.
+
+    `note` must be called before the change becomes visible (under the
+    partition's lock, ahead of the append), so a session that does not see a
+    note when its fetch starts knows the partition was unchanged at that time.
+    One entry per partition, so the log is bounded by the partitions hosted.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._position = 0
+        self._changed: dict[Key, int] = {}
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    def note(self, key: Key) -> None:
+        with self._lock:
+            self._position += 1
+            self._changed.pop(key, None)    # re-inserted: dicts keep insertion order
+            self._changed[key] = self._position
+
+    def note_many(self, keys: Iterable[Key]) -> None:
+        with self._lock:
+            for key in keys:
+                self._position += 1
+                self._changed.pop(key, None)
+                self._changed[key] = self._position
+
+    def since(self, position: int) -> tuple[int, list[Key]]:
+        """(the current position, the partitions changed after `position`)."""
+        changed = []
+        with self._lock:
+            for key, at in reversed(self._changed.items()):
+                if at <= position:
+                    break
+                changed.append(key)
+            return self._position, changed
+
+
 @dataclass(slots=True)
 class CachedPartition:
     target: FetchTarget
+    ordinal: int = 0               # its place in the session: reads follow the session's order
     high_watermark: int = -1       # as last sent to this session's fetcher
     log_start_offset: int = -1     # the leader's, as last sent
 
@@ -73,18 +137,58 @@ class FetchSession:
     partitions: OrderedDict[tuple[str, int], CachedPartition]
     next_epoch: int
     last_used_ms: int
+    # Partitions to read at the next fetch whatever changed: their last read
+    # left the fetcher something to do. All of them until the first answer.
+    active: set[Key] = field(default_factory=set)
+    seen: int = 0                  # the PartitionChanges position read at the last fetch
+    next_ordinal: int = 0
+    clock: FollowerFetchClock = field(default_factory=FollowerFetchClock)
 
 
 class FetchContext:
-    """What one Fetch reads and how its response is cut down."""
+    """What one Fetch reads and how its response is cut down.
+
+    `targets` are the partitions to read now; in an incremental fetch with
+    change tracking, only the session's listed, changed and active ones (see
+    the module's docstring). `forgotten`: the partitions this request dropped
+    from the session."""
 
     def __init__(self, targets: list[FetchTarget], session: FetchSession | None = None,
-                 incremental: bool = False, error: ErrorCode = ErrorCode.none) -> None:
+                 incremental: bool = False, error: ErrorCode = ErrorCode.none,
+                 changes: PartitionChanges | None = None, forgotten: list[Key] | None = None) -> None:
         self.targets = targets
         self.session_id = session.session_id if session is not None else NO_SESSION_ID
         self.error = error
+        self.forgotten = forgotten or []
         self._session = session
         self._incremental = incremental
+        self._changes = changes
+
+    @property
+    def clock(self) -> FollowerFetchClock | None:
+        """The session's clock, for a session that skips its settled partitions."""
+        if self._session is None or self._changes is None:
+            return None
+        return self._session.clock
+
+    @property
+    def waits_for_changes(self) -> bool:
+        """An incremental fetch with nothing to read now still long-polls for changes."""
+        return self._session is not None and self._changes is not None and bool(self._session.partitions)
+
+    def more_targets(self) -> list[FetchTarget]:
+        """Partitions of the session that changed since the fetch began and
+        are not read yet (a long poll woken by an append reads them too)."""
+        session = self._session
+        if session is None or self._changes is None:
+            return []
+        position, changed = self._changes.since(session.seen)
+        session.seen = position
+        reading = {(t.topic, t.partition) for t in self.targets} if changed else ()
+        added = [cached.target for key in changed
+                 if key not in reading and (cached := session.partitions.get(key)) is not None]
+        self.targets.extend(added)
+        return added
 
     def include(self, topic: str, partition: int, has_records: bool, error: ErrorCode,
                 high_watermark: int, log_start_offset: int) -> bool:
@@ -95,6 +199,14 @@ class FetchContext:
             return True
         changed = cached.must_respond(has_records, error, high_watermark, log_start_offset)
         return changed or not self._incremental
+
+    def settle(self, settled: Iterable[Key], unsettled: Iterable[Key]) -> None:
+        """After the answer: which partitions read now need reading at the next fetch."""
+        session = self._session
+        if session is None:
+            return
+        session.active.difference_update(settled)
+        session.active.update(key for key in unsettled if key in session.partitions)
 
 
 def targets_of(request) -> list[FetchTarget]:
@@ -109,10 +221,15 @@ def forgotten_of(request) -> list[tuple[str, int]]:
 
 
 class FetchSessionCache:
+    """`changes`: the replica manager's PartitionChanges; without it every
+    incremental fetch reads every partition of its session."""
+
     def __init__(self, max_sessions: int = 1000, eviction_ms: int = 120_000,
-                 clock_ms: Callable[[], int] | None = None, rng: random.Random | None = None) -> None:
+                 clock_ms: Callable[[], int] | None = None, rng: random.Random | None = None,
+                 changes: PartitionChanges | None = None) -> None:
         self.max_sessions = max_sessions
         self.eviction_ms = eviction_ms
+        self.changes = changes
         self._clock_ms = clock_ms or (lambda: 0)
         self._rng = rng or random.Random()
         self._sessions: OrderedDict[int, FetchSession] = OrderedDict()   # least recently used first
@@ -131,7 +248,8 @@ class FetchSessionCache:
                 targets = targets_of(request)
                 if epoch == FINAL_EPOCH:
                     return FetchContext(targets)
-                return FetchContext(targets, self._create(targets, privileged=replica_id >= 0))
+                session = self._create(targets, privileged=replica_id >= 0)
+                return FetchContext(targets, session, changes=self.changes if session is not None else None)
             return self._incremental(request, session_id, epoch)
 
     def _incremental(self, request, session_id: int, epoch: int) -> FetchContext:
@@ -140,12 +258,17 @@ class FetchSessionCache:
             return FetchContext([], error=ErrorCode.fetch_session_id_not_found)
         if epoch != session.next_epoch:
             return FetchContext([], error=ErrorCode.invalid_fetch_session_epoch)
-        for key in forgotten_of(request):
-            session.partitions.pop(key, None)
-        for target in targets_of(request):
-            cached = session.partitions.get((target.topic, target.partition))
+        forgotten = forgotten_of(request)
+        for key in forgotten:
+            if session.partitions.pop(key, None) is not None:
+                session.active.discard(key)
+        listed = targets_of(request)
+        for target in listed:
+            key = (target.topic, target.partition)
+            cached = session.partitions.get(key)
             if cached is None:
-                session.partitions[(target.topic, target.partition)] = CachedPartition(target)
+                session.partitions[key] = CachedPartition(target, session.next_ordinal)
+                session.next_ordinal += 1
             else:
                 if (target.fetch_offset < cached.target.fetch_offset
                         or target.current_leader_epoch != cached.target.current_leader_epoch):
@@ -154,16 +277,29 @@ class FetchSessionCache:
         session.next_epoch = 1 if epoch >= MAX_EPOCH else epoch + 1
         session.last_used_ms = self._clock_ms()
         self._sessions.move_to_end(session_id)
-        targets = [cached.target for cached in session.partitions.values()]
-        return FetchContext(targets, session, incremental=True)
+        if self.changes is None:
+            targets = [cached.target for cached in session.partitions.values()]
+        else:
+            session.seen, changed = self.changes.since(session.seen)
+            reading = {(t.topic, t.partition) for t in listed}
+            reading.update(session.active)
+            reading.update(key for key in changed if key in session.partitions)
+            # In the session's order, as a read of the whole session would go.
+            cached_partitions = [session.partitions[key] for key in reading]
+            cached_partitions.sort(key=_ordinal)
+            targets = [cached.target for cached in cached_partitions]
+        return FetchContext(targets, session, incremental=True, changes=self.changes, forgotten=forgotten)
 
     def _create(self, targets: list[FetchTarget], privileged: bool) -> FetchSession | None:
         """A new session holding `targets`; None when the cache is full."""
         if len(self._sessions) >= self.max_sessions and not self._evict_one(privileged):
             return None
         session_id = self._new_id()
-        partitions = OrderedDict(((t.topic, t.partition), CachedPartition(t)) for t in targets)
-        session = FetchSession(session_id, privileged, partitions, next_epoch=1, last_used_ms=self._clock_ms())
+        partitions = OrderedDict(((t.topic, t.partition), CachedPartition(t, i)) for i, t in enumerate(targets))
+        # Read before any partition is: a change after this is seen by the next fetch.
+        seen = self.changes.position if self.changes is not None else 0
+        session = FetchSession(session_id, privileged, partitions, next_epoch=1, last_used_ms=self._clock_ms(),
+                               active=set(partitions), seen=seen, next_ordinal=len(partitions))
         self._sessions[session_id] = session
         return session
 
@@ -182,3 +318,7 @@ class FetchSessionCache:
             session_id = self._rng.randint(1, MAX_EPOCH)
             if session_id not in self._sessions:
                 return session_id
+
+
+def _ordinal(cached: CachedPartition) -> int:
+    return cached.ordinal

@@ -18,6 +18,14 @@ fetches (KIP-392's "replica state"; seed 001):
   served rather than received, so a leader slow to serve reads does not
   push its followers out of the ISR.
 
+- `clock`: a follower fetching through an incremental fetch session does
+  not list, and the leader does not read, a partition where it already has
+  everything (fetch_session.py). Each of its fetches would record the same
+  fetch at the same log end offset, proving it caught up at that fetch's
+  time; the session's `FollowerFetchClock` records that once per fetch for
+  every such partition, and a state whose last fetch was at the log end
+  points to it. The partition's next real fetch folds the clock in (`settle`).
+
 A follower is out of sync when it is behind the leader's log end offset and
 has not caught up for more than replica.lag.time.max.ms. It may join the ISR
 once it has everything up to the high watermark and up to the start of the
@@ -34,6 +42,32 @@ from typing import NamedTuple
 UNKNOWN_OFFSET = -1
 
 
+class FollowerFetchClock:
+    """The fetches of one follower's fetch session, for the partitions it did
+    not have to read (see FollowerState.clock). Written by the one thread
+    serving the session's current fetch; read by the ISR checks."""
+
+    __slots__ = ("last_fetch_time_ms", "last_caught_up_time_ms", "pending_reads")
+
+    def __init__(self) -> None:
+        self.last_fetch_time_ms = 0
+        self.last_caught_up_time_ms = 0
+        self.pending_reads = 0
+
+    def begin_fetch(self, fetch_time_ms: int, pending_reads_enabled: bool) -> None:
+        """A fetch of the session began: every partition it skips was at the log end."""
+        self.last_fetch_time_ms = max(self.last_fetch_time_ms, fetch_time_ms)
+        if pending_reads_enabled:
+            self.pending_reads += 1   # caught up once served, as record_fetch
+        else:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
+
+    def end_fetch(self, served_time_ms: int, pending_reads_enabled: bool) -> None:
+        if pending_reads_enabled:
+            self.pending_reads = max(self.pending_reads - 1, 0)
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, served_time_ms)
+
+
 class FollowerState(NamedTuple):
     # A tuple: one is made for every partition of every follower fetch, and
     # a tuple is built several times faster than a frozen dataclass.
@@ -44,6 +78,17 @@ class FollowerState(NamedTuple):
     last_fetch_time_ms: int = 0
     last_caught_up_time_ms: int = 0
     pending_reads: int = 0
+    clock: FollowerFetchClock | None = None   # the session's fetches since, when this fetch was at the log end
+
+
+def settle(state: FollowerState) -> FollowerState:
+    """The state with its session's later fetches folded in, detached from the clock."""
+    clock = state.clock
+    if clock is None:
+        return state
+    return state._replace(last_fetch_time_ms=max(state.last_fetch_time_ms, clock.last_fetch_time_ms),
+                          last_caught_up_time_ms=max(state.last_caught_up_time_ms, clock.last_caught_up_time_ms),
+                          clock=None)
 
 
 def reset_on_become_leader(broker_id: int, in_isr: bool, now_ms: int) -> FollowerState:
@@ -68,8 +113,12 @@ class FetchRecord(NamedTuple):
 
 def record_fetch(state: FollowerState, fetch_offset: int, follower_log_start_offset: int,
                  leader_log_end_offset: int, fetch_time_ms: int,
-                 pending_reads_enabled: bool) -> FetchRecord:
-    """The follower fetched from `fetch_offset` at `fetch_time_ms`."""
+                 pending_reads_enabled: bool, clock: FollowerFetchClock | None = None) -> FetchRecord:
+    """The follower fetched from `fetch_offset` at `fetch_time_ms`; `clock`:
+    its fetch session's, which the state follows while the follower stays at
+    the log end without listing the partition again."""
+    if state.clock is not None:
+        state = settle(state)
     caught_up_now = fetch_offset >= leader_log_end_offset
     caught_up_at_previous_fetch = (
         state.last_fetch_leader_log_end_offset != UNKNOWN_OFFSET
@@ -93,6 +142,7 @@ def record_fetch(state: FollowerState, fetch_offset: int, follower_log_start_off
         last_fetch_time_ms=fetch_time_ms,
         last_caught_up_time_ms=caught_up_time_ms,
         pending_reads=state.pending_reads + (1 if pending else 0),
+        clock=clock if caught_up_now else None,
     )
     return FetchRecord(new_state, pending, caught_up_now or caught_up_at_previous_fetch)
 
@@ -111,6 +161,8 @@ def is_out_of_sync(state: FollowerState, leader_log_end_offset: int, now_ms: int
                    replica_lag_time_max_ms: int, pending_reads_enabled: bool) -> bool:
     if state.log_end_offset == leader_log_end_offset:
         return False  # has everything, however long ago it fetched
+    if state.clock is not None:
+        state = settle(state)._replace(pending_reads=state.pending_reads + state.clock.pending_reads)
     if pending_reads_enabled and state.pending_reads > 0:
         return False
     return now_ms - state.last_caught_up_time_ms > replica_lag_time_max_ms

@@ -412,6 +412,8 @@ class ReplicaFetcherThread:
                     self._back_off(state, answer.error_code, "OffsetForLeaderEpoch")
                 else:
                     self._apply_epoch_answer(state, answer.leader_epoch, answer.end_offset)
+        log.info("fetcher from broker %s: %d partitions asked OffsetForLeaderEpoch, %d truncated and fetching",
+                 self.source_broker_id, len(asking), sum(1 for state, _ in asking if not state.truncating))
 
     def _epoch_request(self, asking) -> epoch_v4.OffsetForLeaderEpochRequest:
         by_topic: dict[str, list] = {}
@@ -441,8 +443,9 @@ class ReplicaFetcherThread:
         if decision.complete:
             state.truncating = False
             state.truncation_rounds = 0
-            log.info("%s-%s: fetching from %s (leader %s, epoch %s)", partition.topic, partition.index,
-                     partition.log.log_end_offset, state.leader_id, state.leader_epoch)
+            # Debug: a broker taking over 10,000 followerships would log 10,000 lines.
+            log.debug("%s-%s: fetching from %s (leader %s, epoch %s)", partition.topic, partition.index,
+                      partition.log.log_end_offset, state.leader_id, state.leader_epoch)
 
     def _truncate_to_high_watermark(self, state: PartitionFetchState) -> None:
         partition = state.partition

@@ -40,6 +40,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.fetch_session import PartitionChanges
 from kafkactl.cluster.broker.quota import (
     UNLIMITED, ReplicationQuota, ThrottledReplicasError, is_throttled, parse_throttled_replicas,
 )
@@ -61,6 +62,10 @@ log = logging.getLogger(__name__)
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+
+# A LeaderAndIsr changing at least this many roles leaves tens of thousands of
+# new long-lived objects (follower states, partition states) behind.
+LARGE_CHANGE_PARTITIONS = 1000
 
 # StopReplica leader-epoch sentinels: stop whatever the current epoch.
 STOP_REPLICA_NO_EPOCH = -1
@@ -189,6 +194,10 @@ class ReadResult:
     log_start_offset: int = -1
     region: object | None = None   # a file region of whole batches, or None
     size: int = 0
+    # The fetcher has everything it may read here (a follower in the ISR at
+    # the log end, a consumer at the high watermark): until the partition
+    # changes, reading it again can only answer "nothing new".
+    settled: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -235,6 +244,15 @@ class Partition:
         self.leader_epoch_start_offset = isr_rules.UNKNOWN_OFFSET
         self.followers: dict[int, isr_rules.FollowerState] = {}   # leader only
         self.isr_write: _IsrWrite | None = None
+        self.key = (topic, index)
+        # Where what fetch sessions must look at again is noted (the replica
+        # manager's); None: nobody tracks changes (a bare Partition in tests).
+        self.changes: PartitionChanges | None = None
+
+    def _note_change(self) -> None:
+        """Under the lock, before the change is visible (see PartitionChanges)."""
+        if self.changes is not None:
+            self.changes.note(self.key)
 
     @property
     def is_leader(self) -> bool:
@@ -246,11 +264,13 @@ class Partition:
     # --- roles from the controller
 
     def claim_for_controller(self, leader_epoch: int) -> bool:
-        """Accept a LeaderAndIsr at `leader_epoch` only if it is newer: epochs never go back."""
-        with self.lock:
-            return leader_epoch > self.leader_epoch
+        """Accept a LeaderAndIsr at `leader_epoch` only if it is newer: epochs never go back.
+        Called by the control thread, the only writer of leader_epoch (one
+        control request at a time), so the read needs no lock."""
+        return leader_epoch > self.leader_epoch
 
     def make_leader(self, state: LeaderAndIsrPartition, now_ms: int) -> None:
+        """The caller noted the change (ReplicaManager: one note for the whole request)."""
         with self.lock:
             is_new_leader = not self.is_leader
             self._take_state(state)
@@ -258,6 +278,7 @@ class Partition:
             self._become_leader(now_ms, is_new_leader)
 
     def make_follower(self, state: LeaderAndIsrPartition) -> None:
+        """The caller noted the change, as for make_leader."""
         with self.lock:
             self._take_state(state)
             self.leader_id = state.leader
@@ -266,6 +287,7 @@ class Partition:
     def stop(self) -> None:
         """StopReplica: neither lead nor follow until a newer LeaderAndIsr says so."""
         with self.lock:
+            self._note_change()
             self.leader_id = -1
             self._become_follower()
 
@@ -292,9 +314,10 @@ class Partition:
         # The HW stays where it was as a follower: what lies between it and
         # the LEO is committed only once every ISR member has it.
         self.high_watermark = min(self.high_watermark, log_end_offset)
-        self._maybe_advance_high_watermark()
-        log.debug("%s-%s: leader at epoch %s, isr %s, high watermark %s, log end %s", self.topic,
-                  self.index, self.leader_epoch, list(self.isr), self.high_watermark, log_end_offset)
+        if not is_new_leader or len(self.isr) <= 1:
+            # A new leader with other ISR members knows none of their log end
+            # offsets yet (reset above): its HW cannot move before they fetch.
+            self._maybe_advance_high_watermark()
 
     def _reset_followers(self, now_ms: int, is_new_leader: bool) -> None:
         followers = {}
@@ -306,7 +329,7 @@ class Partition:
             if is_new_leader or previous is None:
                 followers[replica] = isr_rules.reset_on_become_leader(replica, in_isr, now_ms)
             else:
-                followers[replica] = previous._replace(last_caught_up_time_ms=now_ms if in_isr else 0)
+                followers[replica] = previous._replace(last_caught_up_time_ms=now_ms if in_isr else 0, clock=None)
         self.followers = followers
 
     def _become_follower(self) -> None:
@@ -327,6 +350,8 @@ class Partition:
         invariant(new_high_watermark <= self.log.log_end_offset,
                   f"{self.topic}-{self.index}: high watermark {new_high_watermark} beyond the log end")
         moved = new_high_watermark != self.high_watermark
+        if moved:
+            self._note_change()
         self.high_watermark = new_high_watermark
         return moved
 
@@ -338,6 +363,7 @@ class Partition:
                 return AppendResult(ErrorCode.not_leader_or_follower)
             if required_acks == -1 and len(self.isr) < min_insync_replicas:
                 return AppendResult(ErrorCode.not_enough_replicas)
+            self._note_change()   # before the log end moves (a failed append only costs a look)
             try:
                 info = self.log.append_as_leader(records, self.leader_epoch)
             except Exception as error:
@@ -368,8 +394,10 @@ class Partition:
     # --- follower fetches (leader)
 
     def record_follower_fetch(self, follower_id: int, fetch_offset: int, follower_log_start_offset: int,
-                              current_leader_epoch: int, now_ms: int, pending_reads_enabled: bool):
-        """(FollowerFetch, high watermark moved, ISR to propose or None); None if not recordable."""
+                              current_leader_epoch: int, now_ms: int, pending_reads_enabled: bool,
+                              clock: isr_rules.FollowerFetchClock | None = None):
+        """(FollowerFetch, high watermark moved, ISR to propose or None); None if not recordable.
+        `clock`: the follower's fetch session's (see isr.FollowerState.clock)."""
         with self.lock:
             if _check_epoch(self, current_leader_epoch) is not None or follower_id not in self.followers:
                 return None
@@ -378,7 +406,7 @@ class Partition:
                 return None  # answered OFFSET_OUT_OF_RANGE by the read; proves nothing
             previous = self.followers[follower_id]
             record = isr_rules.record_fetch(previous, fetch_offset, follower_log_start_offset,
-                                            log_end_offset, now_ms, pending_reads_enabled)
+                                            log_end_offset, now_ms, pending_reads_enabled, clock)
             self.followers[follower_id] = record.state
             # Only a follower's log end offset moving can move the HW here.
             moved = fetch_offset != previous.log_end_offset and self._maybe_advance_high_watermark()
@@ -388,6 +416,13 @@ class Partition:
                                                self.leader_epoch_start_offset)):
                 proposal = self.isr + (follower_id,)
             return FollowerFetch(self, follower_id, self.leader_epoch, record), moved, proposal
+
+    def leave_session(self, follower_id: int, clock: isr_rules.FollowerFetchClock) -> None:
+        """The follower's session dropped this partition: its fetches no longer cover it."""
+        with self.lock:
+            state = self.followers.get(follower_id)
+            if state is not None and state.clock is clock:
+                self.followers[follower_id] = isr_rules.settle(state)
 
     def complete_follower_fetch(self, fetch: FollowerFetch, now_ms: int) -> None:
         with self.lock:
@@ -426,6 +461,7 @@ class Partition:
         with self.lock:
             if self.isr_write is not write:
                 return False  # a LeaderAndIsr replaced the state meanwhile
+            self._note_change()   # a follower that joined settles; one waiting to join tries again
             self.isr, self.zk_version, self.isr_write = write.isr, new_zk_version, None
             self._maybe_advance_high_watermark()
             return True
@@ -440,6 +476,7 @@ class Partition:
         with self.lock:
             if self.isr_write is not write:
                 return False
+            self._note_change()
             self.isr_write = None
             still_ours = (current is not None and current.leader == self.broker_id
                           and current.leader_epoch == write.leader_epoch)
@@ -482,6 +519,7 @@ class Partition:
 
     def replace_log(self, new_log) -> None:
         """Under log_move_lock and lock: the swapped-in log serves everything from now on."""
+        self._note_change()
         self.log = new_log
         self.future_log = None
 
@@ -526,6 +564,10 @@ class ReplicaManager:
         # produce, right when its producer is to be answered.
         self.follower_data = threading.Condition()
         self.follower_generation = 0
+        self.changes = PartitionChanges()   # what fetch sessions must read again (fetch_session.py)
+        # Called after a LeaderAndIsr that created partitions or changed the role
+        # of many (the broker freezes the garbage collector's heap then, see broker.py).
+        self.after_large_change: Callable[[], None] | None = None
         # Read once: the checkpoint only seeds partitions created after start-up.
         self._checkpointed_high_watermarks = log_manager.read_high_watermarks()
 
@@ -552,7 +594,6 @@ class ReplicaManager:
         replicas; KAFKA_STORAGE_ERROR when its log cannot be opened.
         `live_leaders` maps broker id to (host, port) for followers' fetchers.
         """
-        now_ms = self.clock_ms()
         timer = _ApplyTimer(time.monotonic())
         with self._control_lock:
             timer.locked_s = time.monotonic()
@@ -560,15 +601,19 @@ class ReplicaManager:
             self.update_broker_endpoints(live_leaders)
             errors: dict[tuple[str, int], ErrorCode] = {}
             leading, following = [], []
+            hosted = len(self.partitions)
             for state in partition_states:
                 error, partition = self._accept(state, controller_id)
                 errors[(state.topic, state.partition)] = error
                 if partition is not None:
                     (leading if state.leader == self.broker_id else following).append((partition, state))
             timer.accepted_s = time.monotonic()
-            self._make_leaders(leading, now_ms, timer)
+            self._make_leaders(leading, timer)
             self._make_followers(following)
+            large = len(self.partitions) > hosted or len(leading) + len(following) >= LARGE_CHANGE_PARTITIONS
         self._notify_data()
+        if large and self.after_large_change is not None:
+            self.after_large_change()
         return errors
 
     def stop_replicas(self, partitions: Mapping[tuple[str, int], int], delete: bool,
@@ -625,34 +670,42 @@ class ReplicaManager:
         self.controller_epoch = controller_epoch
 
     def _accept(self, state: LeaderAndIsrPartition, controller_id: int) -> tuple[ErrorCode, Partition | None]:
-        name = f"{state.topic}-{state.partition}"
+        # Runs for every partition of a failover: the common case (a hosted
+        # partition, a newer epoch) formats and locks nothing.
         if self.broker_id not in state.replicas:
-            log.warning("ignoring LeaderAndIsr for %s from controller %s: broker %s is not among replicas %s",
-                        name, controller_id, self.broker_id, list(state.replicas))
+            log.warning("ignoring LeaderAndIsr for %s-%s from controller %s: broker %s is not among replicas %s",
+                        state.topic, state.partition, controller_id, self.broker_id, list(state.replicas))
             return ErrorCode.unknown_topic_or_partition, None
-        try:
-            partition = self._get_or_create(state.topic, state.partition)
-        except ValueError as error:
-            log.warning("ignoring LeaderAndIsr for %s: %s", name, error)
-            return ErrorCode.unknown_topic_or_partition, None
-        except (LogError, OSError) as error:
-            log.error("cannot open the log of %s: %s", name, error)
-            return ErrorCode.kafka_storage_error, None
+        partition = self.partitions.get((state.topic, state.partition))
+        if partition is None:
+            try:
+                partition = self._get_or_create(state.topic, state.partition)
+            except ValueError as error:
+                log.warning("ignoring LeaderAndIsr for %s-%s: %s", state.topic, state.partition, error)
+                return ErrorCode.unknown_topic_or_partition, None
+            except (LogError, OSError) as error:
+                log.error("cannot open the log of %s-%s: %s", state.topic, state.partition, error)
+                return ErrorCode.kafka_storage_error, None
         if not partition.claim_for_controller(state.leader_epoch):
-            log.info("ignoring LeaderAndIsr for %s from controller %s: leader epoch %s is not newer than %s",
-                     name, controller_id, state.leader_epoch, partition.leader_epoch)
+            log.info("ignoring LeaderAndIsr for %s-%s from controller %s: leader epoch %s is not newer than %s",
+                     state.topic, state.partition, controller_id, state.leader_epoch, partition.leader_epoch)
             return ErrorCode.stale_controller_epoch, None
         return ErrorCode.none, partition
 
-    def _make_leaders(self, leading: list[tuple[Partition, LeaderAndIsrPartition]], now_ms: int,
+    def _make_leaders(self, leading: list[tuple[Partition, LeaderAndIsrPartition]],
                       timer: "_ApplyTimer | None" = None) -> None:
         if not leading:
             return
         timer = timer or _ApplyTimer(time.monotonic())
         # First stop fetching: nothing from the old leader may be appended
         # once this broker appends as leader.
-        self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in leading])
+        self.fetchers.remove_partitions([p.key for p, _ in leading])
         stopped_s = time.monotonic()
+        # The ISR's followers count as caught up from when the leadership takes
+        # effect, not from the request's arrival: creating thousands of logs
+        # before this can take longer than replica.lag.time.max.ms.
+        now_ms = self.clock_ms()
+        self.changes.note_many([p.key for p, _ in leading])   # before any role changes
         for partition, state in leading:
             partition.make_leader(state, now_ms)
         # "took" counts from the request's arrival in apply_leader_and_isr.
@@ -662,12 +715,11 @@ class ReplicaManager:
     def _make_followers(self, following: list[tuple[Partition, LeaderAndIsrPartition]]) -> None:
         if not following:
             return
-        self.fetchers.remove_partitions([(p.topic, p.index) for p, _ in following])
+        self.fetchers.remove_partitions([p.key for p, _ in following])
+        self.changes.note_many([p.key for p, _ in following])   # before any role changes
         by_leader: dict[int, list[PartitionFetchState]] = {}
         for partition, state in following:
             partition.make_follower(state)
-            log.debug("%s-%s: following broker %s at epoch %s", state.topic, state.partition,
-                      state.leader, state.leader_epoch)
             if state.leader < 0:
                 continue  # no leader: nothing to fetch until one is elected
             if state.leader not in self._broker_endpoints:
@@ -683,6 +735,7 @@ class ReplicaManager:
     def _delete_partition(self, key: tuple[str, int]) -> ErrorCode:
         with self._partitions_lock:
             self.partitions.pop(key, None)
+        self.changes.note(key)   # sessions holding it answer its error
         try:
             self.log_manager.delete_log(*key)
         except (LogError, OSError) as error:
@@ -741,6 +794,7 @@ class ReplicaManager:
                 topic, index, config, self.config.log_dirs_preferred_media
             )
             partition = Partition(topic, index, log_, self.broker_id)
+            partition.changes = self.changes
             future = self.log_manager.future_log(topic, index)
             if future is not None:     # a move interrupted by a restart: the mover goes on with it
                 partition.attach_future(future)
@@ -749,7 +803,14 @@ class ReplicaManager:
             )
             with self._partitions_lock:
                 self.partitions[key] = partition
+            self.changes.note(key)   # a session may hold it from before (UNKNOWN_TOPIC_OR_PARTITION then)
         return partition
+
+    def note_log_start_offsets_moved(self) -> None:
+        """Retention moved log start offsets (which partitions, the log manager
+        does not say): fetch sessions look at every partition once, as a
+        session without change tracking does at every fetch."""
+        self.changes.note_many(list(self.partitions))
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -941,6 +1002,8 @@ class ReplicaManager:
                 error = ErrorCode.not_leader_or_follower  # not an assigned replica
             high_watermark = partition.high_watermark
             log_ = partition.log
+            # A follower outside the ISR is looked at on every fetch until it joins.
+            settled_here = follower_id is None or follower_id in partition.isr
         if error is not None:
             return ReadResult(error)
         if fetch_offset < log_.log_start_offset or fetch_offset > log_.log_end_offset:
@@ -948,9 +1011,9 @@ class ReplicaManager:
         if follower_id is None and fetch_offset >= high_watermark:
             # Between the HW and the LEO there is nothing a consumer may see
             # yet: answer empty, not out of range (seed 000, discussion 7).
-            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
+            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, settled=True)
         if fetch_offset == log_.log_end_offset:   # a caught-up follower: nothing to read
-            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset)
+            return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, settled=settled_here)
         max_offset = None if follower_id is not None else high_watermark
         try:
             data = log_.read(fetch_offset, max_bytes, max_offset, min_one_batch)
@@ -982,11 +1045,13 @@ class ReplicaManager:
         return fetch
 
     def begin_follower_fetches(self, fetches: Iterable[tuple[str, int, int, int, int]],
-                               follower_id: int) -> list[FollowerFetch | None]:
+                               follower_id: int, now_ms: int | None = None,
+                               clock: isr_rules.FollowerFetchClock | None = None) -> list[FollowerFetch | None]:
         """begin_follower_fetch for (topic, partition, fetch offset, log start
         offset, current leader epoch) of one fetch; the ISR expansions they
-        prove are written together."""
-        now_ms = self.clock_ms()
+        prove are written together. `now_ms`: when the fetch began (read
+        before its session looked for changes); `clock`: its session's."""
+        now_ms = self.clock_ms() if now_ms is None else now_ms
         pending_reads = self.config.follower_fetch_pending_reads_insync_enable
         recorded: list[FollowerFetch | None] = []
         expansions = []
@@ -994,7 +1059,8 @@ class ReplicaManager:
         for topic, index, fetch_offset, follower_log_start_offset, current_leader_epoch in fetches:
             partition = self.partitions.get((topic, index))
             outcome = None if partition is None else partition.record_follower_fetch(
-                follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, now_ms, pending_reads)
+                follower_id, fetch_offset, follower_log_start_offset, current_leader_epoch, now_ms, pending_reads,
+                clock)
             if outcome is None:
                 recorded.append(None)
                 continue
@@ -1019,6 +1085,22 @@ class ReplicaManager:
 
     def end_follower_fetch(self, fetch: FollowerFetch) -> None:
         fetch.partition.complete_follower_fetch(fetch, self.clock_ms())
+
+    def begin_session_fetch(self, clock: isr_rules.FollowerFetchClock, now_ms: int) -> None:
+        """A follower's session fetch began at `now_ms` (after its listed and
+        changed partitions were recorded): it covers every partition it skips."""
+        clock.begin_fetch(now_ms, self.config.follower_fetch_pending_reads_insync_enable)
+
+    def end_session_fetch(self, clock: isr_rules.FollowerFetchClock) -> None:
+        clock.end_fetch(self.clock_ms(), self.config.follower_fetch_pending_reads_insync_enable)
+
+    def leave_sessions(self, keys: Iterable[tuple[str, int]], follower_id: int,
+                       clock: isr_rules.FollowerFetchClock) -> None:
+        """Partitions a follower's session forgot: its fetches stop covering them."""
+        for key in keys:
+            partition = self.partitions.get(key)
+            if partition is not None:
+                partition.leave_session(follower_id, clock)
 
     # --- OffsetForLeaderEpoch
 

@@ -21,6 +21,7 @@ from kafkactl.cluster.broker.replica_manager import (
     stop_replica_partitions,
 )
 from kafkactl.cluster.protocol import control
+from kafkactl.cluster.protocol.control_responses import framed, leader_and_isr_response_body
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -32,30 +33,31 @@ def _stale_broker_epoch(services, broker_epoch: int) -> bool:
 
 def leader_and_isr(services, header, request):
     if _stale_broker_epoch(services, request.broker_epoch):
-        return _leader_and_isr_response(request, {}, ErrorCode.stale_broker_epoch)
+        return _leader_and_isr_response(header, request, {}, ErrorCode.stale_broker_epoch)
     try:
         errors = services.replica_manager.apply_leader_and_isr(
             request.controller_id, request.controller_epoch,
             leader_and_isr_partitions(request), live_leader_endpoints(request))
     except StaleControllerEpochError:
-        return _leader_and_isr_response(request, {}, ErrorCode.stale_controller_epoch)
+        return _leader_and_isr_response(header, request, {}, ErrorCode.stale_controller_epoch)
     if request.type == control.LEADER_AND_ISR_TYPE_FULL:
         services.replica_manager.delete_strays(set(errors))
-    return _leader_and_isr_response(request, errors, ErrorCode.none)
+    return _leader_and_isr_response(header, request, errors, ErrorCode.none)
 
 
-def _leader_and_isr_response(request, errors, top_level: ErrorCode):
+def _leader_and_isr_response(header, request, errors, top_level: ErrorCode):
+    """One error per partition of the request, in its order; written straight to
+    bytes (control_responses.py): a failover's carries 10,000 of them."""
+    none = ErrorCode.none   # an IntEnum: packed as it is
     topics = []
     for topic in request.topic_states:
-        partitions = tuple(
-            control.LeaderAndIsrPartitionError(
-                partition_index=p.partition_index,
-                error_code=top_level if top_level != ErrorCode.none
-                else errors.get((topic.topic_name, p.partition_index), ErrorCode.none))
-            for p in topic.partition_states)
-        topics.append(control.LeaderAndIsrTopicError(topic_id=topic.topic_id or ZERO_UUID,
-                                                     partition_errors=partitions))
-    return control.LeaderAndIsrResponse(error_code=top_level, topics=tuple(topics))
+        if top_level != ErrorCode.none:
+            codes = [(p.partition_index, top_level) for p in topic.partition_states]
+        else:
+            name = topic.topic_name
+            codes = [(p.partition_index, errors.get((name, p.partition_index), none)) for p in topic.partition_states]
+        topics.append((topic.topic_id or ZERO_UUID, codes))
+    return framed(header.correlation_id, leader_and_isr_response_body(top_level, topics))
 
 
 def stop_replica(services, header, request):

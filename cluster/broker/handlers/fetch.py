@@ -4,8 +4,10 @@ The request waits until `min_bytes` are available or `max_wait` passes; an
 append anywhere wakes it to re-read. Record bytes are never copied into
 Python: the response is spliced with file regions (see protocol.codec).
 Fetch sessions (KIP-227, fetch_session.py) let a fetcher send and receive
-only the partitions that changed; every partition of the session is still
-read, and for a follower recorded, on every fetch.
+only the partitions that changed, and the leader read only those: the
+partitions where the fetcher already has everything are not read again
+until they change, and a follower's fetch records them caught up through
+its session's clock, once per fetch.
 
 A fetch with `replica_id` >= 0 comes from a follower: it reads up to the log
 end offset rather than the high watermark, and the leader records what the
@@ -28,17 +30,28 @@ from kafkactl.cluster.protocol.codec import new_placeholder, response_class, spl
 
 def handle(services, header, request):
     replica_id = getattr(request, "replica_id", -1)
+    replica_manager = services.replica_manager
+    # Before the session looks for changes: a partition it skips was
+    # unchanged, so at the log end, at this time (fetch_session.py).
+    now_ms = replica_manager.clock_ms() if replica_id >= 0 else 0
     context = services.fetch_sessions.context(request, replica_id)
     if context.error != ErrorCode.none:
         return _response(header, [], context)
     if replica_id < 0:
         return _long_poll(services, header, request, context, replica_id)
-    fetches = _begin_follower_fetches(services.replica_manager, context.targets, replica_id)
+    clock = context.clock
+    if clock is not None and context.forgotten:
+        replica_manager.leave_sessions(context.forgotten, replica_id, clock)
+    fetches = _begin_follower_fetches(replica_manager, context.targets, replica_id, now_ms, clock)
+    if clock is not None:   # after the real records: they fold in only the earlier fetches
+        replica_manager.begin_session_fetch(clock, now_ms)
     try:
         return _long_poll(services, header, request, context, replica_id)
     finally:
         for fetch in fetches:
-            services.replica_manager.end_follower_fetch(fetch)
+            replica_manager.end_follower_fetch(fetch)
+        if clock is not None:
+            replica_manager.end_session_fetch(clock)
 
 
 def _long_poll(services, header, request, context: FetchContext, replica_id: int):
@@ -51,22 +64,23 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
     follower = replica_id >= 0
     while True:
         generation = replica_manager.follower_generation if follower else replica_manager.data_generation
+        context.more_targets()   # after the generation: a later change wakes the wait below
         reads, total_bytes = _read_all(replica_manager, context.targets, response_max_bytes, replica_id)
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
-        if total_bytes >= request.min_bytes or has_error or remaining <= 0 or not reads:
+        if (total_bytes >= request.min_bytes or has_error or remaining <= 0
+                or not (reads or context.waits_for_changes)):
             return _response(header, reads, context, count_bytes_out)
-        # Nothing new until the deadline: what was read is the answer. Reading
-        # every partition of a session again would cost an idle leader of
-        # 10,000 partitions a good part of a core.
+        # Nothing new until the deadline: what was read is the answer.
         if not replica_manager.wait_for_data(remaining, generation, follower):
             return _response(header, reads, context, count_bytes_out)
 
 
-def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int) -> list:
+def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int, now_ms: int,
+                            clock) -> list:
     recorded = replica_manager.begin_follower_fetches(
         [(t.topic, t.partition, t.fetch_offset, t.log_start_offset, t.current_leader_epoch) for t in targets],
-        replica_id)
+        replica_id, now_ms, clock)
     return [fetch for fetch in recorded if fetch is not None]
 
 
@@ -96,55 +110,58 @@ def _response(header, reads, context: FetchContext, count_bytes_out=None):
     """`count_bytes_out(topic, partition, size)`: the meter of the bytes sent
     (consumers' or followers'); counted here, once per answer, because the
     long poll may read a partition more than once."""
-    if header.api_version == fetch_response.VERSION:   # every follower's: written directly
-        return _response_v12(header, reads, context, count_bytes_out)
-    cls = response_class(1, header.api_version)
-    regions = []
     by_topic: dict[str, list] = {}
+    settled, unsettled = [], []
     for topic, index, result in reads:
-        if not context.include(topic, index, result.size > 0, result.error, result.high_watermark,
-                               result.log_start_offset):
-            continue
-        records = b""
-        if result.region is not None:
-            records = new_placeholder()
-            regions.append((records, result.region))
-            if count_bytes_out is not None:
-                count_bytes_out(topic, index, result.size)
-        by_topic.setdefault(topic, []).append(nested(
-            cls, "PartitionData",
-            partition_index=index,
-            error_code=result.error,
-            high_watermark=result.high_watermark,
-            last_stable_offset=result.high_watermark,
-            log_start_offset=result.log_start_offset,
-            aborted_transactions=None,
-            preferred_read_replica=-1,
-            records=records,
-        ))
-    response = make(
-        cls,
-        throttle_time=datetime.timedelta(0),
-        error_code=context.error,
-        session_id=context.session_id,
-        responses=tuple(
-            nested(cls, "FetchableTopicResponse", topic=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
-        ),
-    )
-    return splice_records(response, header.correlation_id, regions)
-
-
-def _response_v12(header, reads, context: FetchContext, count_bytes_out):
-    by_topic: dict[str, list] = {}
-    for topic, index, result in reads:
+        (settled if result.settled else unsettled).append((topic, index))
         if not context.include(topic, index, result.size > 0, result.error, result.high_watermark,
                                result.log_start_offset):
             continue
         if result.region is not None and count_bytes_out is not None:
             count_bytes_out(topic, index, result.size)
-        by_topic.setdefault(topic, []).append(fetch_response.PartitionToSend(
-            index, result.error, result.high_watermark, result.high_watermark, result.log_start_offset,
-            result.region))
-    return fetch_response.encode_fetch_response(header.correlation_id, context.error, context.session_id,
-                                                list(by_topic.items()))
+        by_topic.setdefault(topic, []).append((index, result))
+    context.settle(settled, unsettled)
+    if header.api_version == fetch_response.VERSION:
+        return _response_v12(header.correlation_id, context, by_topic)
+    cls = response_class(1, header.api_version)
+    regions = []
+    responses = []
+    for name, answers in by_topic.items():
+        partitions = []
+        for index, result in answers:
+            records = b""
+            if result.region is not None:
+                records = new_placeholder()
+                regions.append((records, result.region))
+            partitions.append(nested(
+                cls, "PartitionData",
+                partition_index=index,
+                error_code=result.error,
+                high_watermark=result.high_watermark,
+                last_stable_offset=result.high_watermark,
+                log_start_offset=result.log_start_offset,
+                aborted_transactions=None,
+                preferred_read_replica=-1,
+                records=records,
+            ))
+        responses.append(nested(cls, "FetchableTopicResponse", topic=name, partitions=tuple(partitions)))
+    response = make(
+        cls,
+        throttle_time=datetime.timedelta(0),
+        error_code=context.error,
+        session_id=context.session_id,
+        responses=tuple(responses),
+    )
+    return splice_records(response, header.correlation_id, regions)
+
+
+def _response_v12(correlation_id: int, context: FetchContext, by_topic: dict[str, list]):
+    """Fetch v12, the version every follower (replica_fetcher.py) uses, written
+    straight to bytes: a follower's first fetch of a session carries every
+    partition (10,000 on a failover), and as many kio entities cost the new
+    leader ~300 ms of CPU while it takes over."""
+    return fetch_response.encode_fetch_response(correlation_id, context.error, context.session_id, [
+        (name, [fetch_response.PartitionToSend(index, result.error, result.high_watermark, result.high_watermark,
+                                               result.log_start_offset, result.region)
+                for index, result in answers])
+        for name, answers in by_topic.items()])

@@ -10,11 +10,12 @@ it to see how far a follower is behind (`kafkactl isr`).
 from __future__ import annotations
 
 import datetime
+from functools import cache
 
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.replica_manager import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
-from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
 
 DEBUGGING_REPLICA_ID = -2
@@ -24,6 +25,7 @@ def handle(services, header, request):
     cls = response_class(2, header.api_version)
     replica_manager = services.replica_manager
     debugging = request.replica_id == DEBUGGING_REPLICA_ID
+    answer = _partition_answer(cls)
     topics = []
     for topic in request.topics:
         partitions = []
@@ -37,17 +39,36 @@ def handle(services, header, request):
                     topic.name, partition.partition_index, partition.timestamp, epoch_check
                 )
             local = replica_manager.get(topic.name, partition.partition_index)
-            partitions.append(nested(
-                cls, "ListOffsetsPartitionResponse",
-                partition_index=partition.partition_index,
-                error_code=error,
-                timestamp=timestamp,
-                offset=offset,
-                leader_epoch=local.leader_epoch if local is not None else -1,
-                old_style_offsets=(offset,) if offset >= 0 else (),
-            ))
+            partitions.append(answer(partition.partition_index, error, timestamp, offset,
+                                     local.leader_epoch if local is not None else -1))
         topics.append(nested(cls, "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
     return make(cls, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+
+@cache
+def _partition_answer(cls):
+    """A constructor of the version's ListOffsetsPartitionResponse from the
+    values every version may carry, the fields it lacks left out. Resolved
+    once per version rather than per partition (a probe may ask for 10,000)."""
+    partition_cls = getattr(module_of(cls), "ListOffsetsPartitionResponse")
+    wanted = [name for name in ("timestamp", "offset", "leader_epoch", "old_style_offsets")
+              if has_field(partition_cls, name)]
+    with_timestamp, with_offset, with_epoch, with_old = (name in wanted for name in
+                                                         ("timestamp", "offset", "leader_epoch", "old_style_offsets"))
+
+    def answer(index: int, error, timestamp: int, offset: int, leader_epoch: int):
+        values = {"partition_index": index, "error_code": error}
+        if with_timestamp:
+            values["timestamp"] = timestamp
+        if with_offset:
+            values["offset"] = offset
+        if with_epoch:
+            values["leader_epoch"] = leader_epoch
+        if with_old:
+            values["old_style_offsets"] = (offset,) if offset >= 0 else ()
+        return partition_cls(**values)
+
+    return answer
 
 
 def _replica_offset(replica_manager, topic: str, index: int, timestamp: int, current_leader_epoch: int):

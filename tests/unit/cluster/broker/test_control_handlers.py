@@ -14,6 +14,7 @@ from kafkactl.cluster.broker.metadata import MetadataCache
 from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol import control
+from kafkactl.cluster.protocol.codec import SplicedResponse
 
 BROKER_EPOCH = 40
 TOPIC_ID = uuid.uuid4()
@@ -33,7 +34,10 @@ def broker(tmp_path):
     def call(request):
         frame = encode_request(request, 7, "controller-1")[4:]
         response_cls = control.control_response_class(request.__api_key__, request.__version__)
-        return decode_response(dispatcher.dispatch(frame)[4:], response_cls, 7)
+        answer = dispatcher.dispatch(frame)
+        if isinstance(answer, SplicedResponse):   # LeaderAndIsr's is written straight to bytes
+            answer = b"".join(answer.parts)
+        return decode_response(answer[4:], response_cls, 7)
 
     yield SimpleNamespace(call=call, services=services, replica_manager=replica_manager, logs=logs)
     replica_manager.shutdown()

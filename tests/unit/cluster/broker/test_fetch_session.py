@@ -7,7 +7,9 @@ import random
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12 import request as fetch_v12
 
-from kafkactl.cluster.broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, NO_SESSION_ID, FetchSessionCache
+from kafkactl.cluster.broker.fetch_session import (
+    FINAL_EPOCH, INITIAL_EPOCH, NO_SESSION_ID, FetchSessionCache, PartitionChanges,
+)
 from kafkactl.cluster.broker.replica_fetcher import FetchSessionState
 
 
@@ -138,3 +140,70 @@ def test_a_change_not_noted_is_not_sent():
     assert fetcher.plan(positions).send == {}
     fetcher.note_changed([("t", 0)])
     assert fetcher.plan(positions).send == {("t", 0): (5, 0, 1)}
+
+
+# --- change tracking: an idle incremental fetch reads nothing ------------------------
+
+def tracked(keys, replica_id=2):
+    """A cache with change tracking and a session of `keys`, all settled after its first answer."""
+    changes = PartitionChanges()
+    cache = FetchSessionCache(rng=random.Random(7), changes=changes)
+    full = cache.context(request(0, INITIAL_EPOCH, [(t, p, 5) for t, p in keys], replica_id=replica_id), replica_id)
+    assert [(t.topic, t.partition) for t in full.targets] == list(keys)
+    full.settle(keys, [])
+    return changes, cache, full.session_id
+
+
+def read(context):
+    return [(t.topic, t.partition) for t in context.targets]
+
+
+def test_an_idle_incremental_fetch_reads_no_partition_but_still_waits():
+    changes, cache, session_id = tracked(KEYS)
+    idle = cache.context(request(session_id, 1), 2)
+    assert read(idle) == [] and idle.waits_for_changes and idle.clock is not None
+    assert idle.more_targets() == []
+
+
+def test_noted_listed_and_unsettled_partitions_are_read_in_the_sessions_order():
+    changes, cache, session_id = tracked(KEYS)
+    changes.note(("u", 0))
+    changes.note(("t", 0))
+    changes.note(("other", 0))                                      # not in this session
+    context = cache.context(request(session_id, 1, [("t", 1, 9)]), 2)
+    assert read(context) == [("t", 0), ("t", 1), ("u", 0)]
+    context.settle([("t", 0), ("t", 1)], [("u", 0)])               # u-0 still has something to send
+    assert read(cache.context(request(session_id, 2), 2)) == [("u", 0)]
+    assert read(cache.context(request(session_id, 3), 2)) == [("u", 0)]
+    cache.context(request(session_id, 4), 2).settle([("u", 0)], [])
+    assert read(cache.context(request(session_id, 5), 2)) == []
+
+
+def test_a_change_during_the_long_poll_is_read_before_answering():
+    changes, cache, session_id = tracked(KEYS)
+    context = cache.context(request(session_id, 1), 2)
+    assert read(context) == []
+    changes.note(("t", 1))                                          # an append while it waits
+    assert [(t.topic, t.partition) for t in context.more_targets()] == [("t", 1)]
+    assert read(context) == [("t", 1)] and context.more_targets() == []
+    context.settle([("t", 1)], [])
+    assert read(cache.context(request(session_id, 2), 2)) == []    # already read: not again
+
+
+def test_a_forgotten_partition_is_not_read_when_it_changes():
+    changes, cache, session_id = tracked(KEYS)
+    context = cache.context(request(session_id, 1, forgotten=[("t", 1)]), 2)
+    assert context.forgotten == [("t", 1)] and read(context) == []
+    changes.note(("t", 1))
+    assert read(cache.context(request(session_id, 2), 2)) == []
+
+
+def test_partition_changes_keep_one_entry_per_partition_newest_last():
+    changes = PartitionChanges()
+    start = changes.position
+    changes.note(("t", 0))
+    changes.note_many([("t", 1), ("t", 0)])
+    position, changed = changes.since(start)
+    assert position == start + 3 and sorted(changed) == [("t", 0), ("t", 1)]
+    assert changes.since(position) == (position, [])
+    assert changes.since(start + 2)[1] == [("t", 0)]

@@ -8,6 +8,7 @@ at a time.
 """
 
 import dataclasses
+import datetime
 import threading
 import time
 
@@ -17,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from kafkactl.cluster.broker.broker_client import decode_response, encode_request
 from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
+from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache
 from kafkactl.cluster.broker.replica_fetcher import (
@@ -149,7 +151,8 @@ def nodes(tmp_path, clock, zk):
         logs.startup()
         manager = ReplicaManager(config, logs, clock, partition_state_store=zk.store())
         services = BrokerServices(config=config, metadata=MetadataCache(), replica_manager=manager,
-                                  zk_agent=None, producer_ids=None, clock_ms=clock)
+                                  zk_agent=None, producer_ids=None, clock_ms=clock,
+                                  fetch_sessions=FetchSessionCache(clock_ms=clock, changes=manager.changes))
         node = Node(broker_id, manager, logs, Dispatcher(services))
         made.append(node)
         return node
@@ -524,6 +527,7 @@ def test_the_follower_takes_the_hw_and_log_start_from_the_leader(nodes):
         fetcher.run_once()
     assert b.partition().log.log_end_offset == 3 and a.partition().high_watermark == 3
     a.partition().log.maybe_increment_log_start_offset(2)
+    a.manager.note_log_start_offsets_moved()   # as the broker does after retention deleted segments
     fetcher.run_once()
     assert b.partition().high_watermark == 3 and b.partition().log.log_start_offset == 2
 
@@ -621,3 +625,89 @@ def test_a_changed_min_insync_replicas_applies_to_the_next_produce(nodes):
     assert leader.manager.append(TOPIC, 0, batch(b"b"), -1).error == ErrorCode.not_enough_replicas
     leader.manager.update_topic_configs({TOPIC: {}})
     assert leader.manager.append(TOPIC, 0, batch(b"c"), -1).error == ErrorCode.none
+
+
+# --- idle fetch sessions and the ISR ---------------------------------------------
+
+def session_fetch(leader, follower_id, session_id, epoch, offsets=None, forgotten=()):
+    """A follower's Fetch v12 through the leader's dispatcher (offsets: {(topic, partition): fetch offset})."""
+    from kio.schema.fetch.v12 import request as fetch_v12
+    by_topic: dict[str, list] = {}
+    for (topic, index), offset in (offsets or {}).items():
+        by_topic.setdefault(topic, []).append(fetch_v12.FetchPartition(
+            partition=index, current_leader_epoch=0, fetch_offset=offset, log_start_offset=0,
+            partition_max_bytes=1 << 20))
+    gone: dict[str, list] = {}
+    for topic, index in forgotten:
+        gone.setdefault(topic, []).append(index)
+    response = LoopbackClient(leader.dispatcher).request(fetch_v12.FetchRequest(
+        replica_id=follower_id, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=10 << 20,
+        session_id=session_id, session_epoch=epoch,
+        topics=tuple(fetch_v12.FetchTopic(topic=t, partitions=tuple(p)) for t, p in by_topic.items()),
+        forgotten_topics_data=tuple(fetch_v12.ForgottenTopic(topic=t, partitions=tuple(p)) for t, p in gone.items())))
+    assert response.error_code == ErrorCode.none
+    return response
+
+
+def idle_cluster(nodes, zk, count, **properties):
+    leader = nodes(1, **properties)
+    keys = [(TOPIC, p) for p in range(count)]
+    for key in keys:
+        zk.seed(1, 0, (1, 2), key=key)
+    control(leader, *(state(1, 0, (1, 2), key=key) for key in keys))
+    return leader, keys
+
+
+@pytest.mark.parametrize("pending_reads", ["false", "true"])
+def test_idle_session_fetches_keep_the_follower_in_the_isr_then_a_silent_one_leaves(nodes, zk, clock, pending_reads):
+    leader, keys = idle_cluster(nodes, zk, 200, **{"follower.fetch.pending.reads.insync.enable": pending_reads})
+    full = session_fetch(leader, 2, 0, 0, {key: 0 for key in keys})
+    session = full.session_id
+    assert session != 0 and leader.manager.partitions[keys[0]].isr == (1, 2)
+    reads = []
+    original_read = leader.manager.read_for_follower
+    leader.manager.read_for_follower = lambda *a: reads.append(a[:2]) or original_read(*a)
+    for epoch in range(1, 31):                     # 3 lags of idle fetches, one every LAG_MS / 10
+        clock.advance(LAG_MS // 10)
+        assert session_fetch(leader, 2, session, epoch).responses == ()
+        leader.manager.maybe_shrink_isr()
+    assert reads == []                             # an idle fetch read no partition
+    for key in keys:                               # new records everywhere: the follower is behind now
+        assert leader.manager.append(*key, batch(b"x"), 1).error == ErrorCode.none
+    leader.manager.maybe_shrink_isr()
+    assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys)   # it fetched at the end just now
+    clock.advance(LAG_MS)
+    leader.manager.maybe_shrink_isr()
+    assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys)
+    clock.advance(1)                               # it never came back for them
+    leader.manager.maybe_shrink_isr()
+    assert all(leader.manager.partitions[key].isr == (1,) for key in keys)
+
+
+def test_a_follower_caught_up_by_its_session_fetches_reads_the_new_records_and_stays(nodes, zk, clock):
+    leader, keys = idle_cluster(nodes, zk, 20)
+    session = session_fetch(leader, 2, 0, 0, {key: 0 for key in keys}).session_id
+    clock.advance(2 * LAG_MS)
+    assert session_fetch(leader, 2, session, 1).responses == ()
+    produce(leader, b"a")                          # t-0 only
+    answer = session_fetch(leader, 2, session, 2)
+    assert [(t.topic, p.partition_index) for t in answer.responses for p in t.partitions] == [KEY]
+    clock.advance(LAG_MS)                          # it appends and fetches from 1 only now
+    session_fetch(leader, 2, session, 3, {KEY: 1})
+    leader.manager.maybe_shrink_isr()
+    assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys)
+    assert leader.partition().high_watermark == 1
+
+
+def test_a_partition_the_session_forgot_is_no_longer_kept_caught_up(nodes, zk, clock):
+    leader, keys = idle_cluster(nodes, zk, 3)
+    session = session_fetch(leader, 2, 0, 0, {key: 0 for key in keys}).session_id
+    session_fetch(leader, 2, session, 1, forgotten=[KEY])
+    for epoch in range(2, 5):
+        clock.advance(LAG_MS // 2)
+        session_fetch(leader, 2, session, epoch)
+    for key in keys:
+        leader.manager.append(*key, batch(b"x"), 1)
+    leader.manager.maybe_shrink_isr()
+    assert leader.partition().isr == (1,)          # last fetched 1.5 lags ago
+    assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys[1:])
