@@ -458,6 +458,7 @@ class FailoverRun:
     date: str = ""
     election_watch_s: float | None = None   # runs before 2026-11-22 13:00 only: seen through data watches
     idle_cores: dict = field(default_factory=dict)   # each broker's CPU before the kill, nothing to do
+    controller_step: str = ""   # the controller's own account of the election step (its log line)
 
 
 def setup_timeout_s(n: int) -> float:
@@ -520,6 +521,8 @@ def _failover_in_cluster(bc: BenchCluster, n: int, per_cluster: int, runs: int, 
         results.append(run)
         log(f"  run {len(results)}/{runs}: detection {ms(run.detection_s)} ms, election "
             f"{ms(run.election_s)} ms, serving {ms(run.serving_s)} ms after the znode deletion")
+        if run.controller_step:
+            log(f"    controller: {run.controller_step}")
 
 
 def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: int,
@@ -588,6 +591,7 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
     leader_lines = read_log(leader_log, leader_offset)
     noticed = first(controller_lines, rf"live brokers now \[(?!.*\b{leader}\b)")
     sent = matching(controller_lines, rf"LeaderAndIsr to broker {follower} \(")
+    step = first(controller_lines, r"step of \d+ writes: ")
     # One line per LeaderAndIsr applied: "leader of N partitions (took T ms: parts): <topic>-..."
     became = [line for line in matching(leader_lines, r"leader of \d+ partitions \(took [\d.]+ ms[^)]*\): ")
               if f" {topic}-" in line.message]
@@ -610,6 +614,7 @@ def failover_once(bc: BenchCluster, topic: str, n: int, leader: int, follower: i
         leader_log_first_s=rel(became[0].t - took_s(became[0].message) if became else None),
         leader_log_last_s=rel(became[-1].t if sum(led_count(x.message) for x in became) >= n else None),
         probe_requests=requests,
+        controller_step=step.message.split(": ", 1)[1] if step else "",
         broker_fds=fds,
         broker_rss_mib=rss,
         date=now_text(),
