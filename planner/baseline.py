@@ -141,31 +141,34 @@ def _stats(low: float, high: float, mean: float, std: float) -> dict:
 
 def lower_bound(snapshot, options) -> dict:
     """Per resource (the report's names), the statistics of perfect balance over the eligible brokers."""
-    from pyspark.sql import functions as F
+    from .usage import held_bytes, snapshot_tables
 
-    from .constraints import eligible_brokers
-    from .usage import dir_usage
-
-    eligible = eligible_brokers(snapshot, options)
-    capacity = eligible.agg(F.count("*").alias("brokers"), F.sum("network_in_capacity_bytes_per_s").alias("in"),
-                            F.sum("network_out_capacity_bytes_per_s").alias("out")).first()
-    load = snapshot.partitions.agg(
-        F.sum(F.size("replicas")).alias("replicas"), F.count("*").alias("partitions"),
-        F.sum(F.col("bytes_in_per_s") * F.size("replicas")).alias("in"), F.sum("bytes_out_per_s").alias("out"),
-        F.sum(F.col("bytes_out_per_s") * F.size("replicas")).alias("potential_out")).first()
+    broker_rows, dir_rows = snapshot_tables(snapshot)
+    excluded = set(options.exclude_brokers)
+    eligible = [b for b in broker_rows if b.broker_id not in excluded]
+    capacity_in = sum(b.network_in_capacity_bytes_per_s for b in eligible)
+    capacity_out = sum(b.network_out_capacity_bytes_per_s for b in eligible)
+    load = snapshot.partitions.selectExpr(
+        "sum(size(replicas)) AS replicas", "count(*) AS partitions",
+        "sum(bytes_in_per_s * size(replicas)) AS `in`", "sum(bytes_out_per_s) AS out",
+        "sum(bytes_out_per_s * size(replicas)) AS potential_out").first()
     # Data stays in its media class: each class's bytes over the class's eligible capacity.
-    dirs = dir_usage(snapshot.partitions, snapshot).withColumn(
-        "eligible_capacity_bytes", F.when(F.col("broker_id").isin(list(options.exclude_brokers)), 0)
-        .otherwise(F.col("capacity_bytes")))
-    media = {r.media: (r.used, r.capacity) for r in dirs.groupBy("media").agg(
-        F.sum("used_bytes").alias("used"), F.sum("eligible_capacity_bytes").alias("capacity")).collect()}
+    held = held_bytes(snapshot)
+    media: dict[str, list] = {}
+    for d in dir_rows:
+        # a dir's projected used bytes with the current assignment: what else it holds plus its replicas
+        here = held.get((d.broker_id, d.path), 0)
+        used = max(d.used_bytes - here, 0) + here
+        totals = media.setdefault(d.media, [0, 0])
+        totals[0] += used
+        totals[1] += 0 if d.broker_id in excluded else d.capacity_bytes
     bounds = {}
     for medium, (used, cap) in sorted(media.items()):
         bounds[f"disk_utilization_{medium}"] = perfect_balance(used, cap)
         bounds[f"log_dir_utilization_{medium}"] = perfect_balance(used, cap)
-    bounds["network_in_utilization"] = perfect_balance(load["in"] or 0.0, capacity["in"] or 0)
-    bounds["network_out_utilization"] = perfect_balance(load.out or 0.0, capacity.out or 0)
-    bounds["potential_network_out_utilization"] = perfect_balance(load.potential_out or 0.0, capacity.out or 0)
-    bounds["replica_count"] = even_split(load.replicas or 0, capacity.brokers)
-    bounds["leader_count"] = even_split(load.partitions or 0, capacity.brokers)
+    bounds["network_in_utilization"] = perfect_balance(load["in"] or 0.0, capacity_in)
+    bounds["network_out_utilization"] = perfect_balance(load.out or 0.0, capacity_out)
+    bounds["potential_network_out_utilization"] = perfect_balance(load.potential_out or 0.0, capacity_out)
+    bounds["replica_count"] = even_split(load.replicas or 0, len(eligible))
+    bounds["leader_count"] = even_split(load.partitions or 0, len(eligible))
     return bounds

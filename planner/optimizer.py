@@ -98,28 +98,25 @@ class _Model:
                           r.network_out_capacity_bytes_per_s, r.broker_id not in self.excluded)
                    for r in broker_rows]
         self.cluster = Cluster(dirs, brokers, options)
+        self._replica_columns = None
         self.state = self._initial(snapshot.partitions, F)
         self._aggregate()
 
     # ---- building the state ------------------------------------------------
 
     def _initial(self, partitions, F):
-        keys = []
-        for i, path in enumerate(self.paths):
-            keys += [F.lit(f"{self.cluster.dirs[i].broker_id}/{path}"), F.lit(i)]
-        dir_id = F.create_map(*keys)
-        state = partitions.select(
-            "topic", F.col("partition").cast("int").alias("partition"),
-            F.col("replicas").cast("array<int>").alias("replicas"),
-            F.transform(F.arrays_zip("replicas", "log_dirs"), lambda z: F.element_at(
-                dir_id, F.concat_ws("/", z["replicas"].cast("string"), z["log_dirs"]))).alias("dirs"),
-            F.col("size_bytes").cast("long").alias("size_bytes"),
-            F.round("bytes_in_per_s").cast("long").alias("bytes_in"),
-            F.round("bytes_out_per_s").cast("long").alias("bytes_out"),
-            F.col("bytes_in_per_s").cast("double").alias("bytes_in_per_s"),
-            F.col("bytes_out_per_s").cast("double").alias("bytes_out_per_s"),
-            ((F.col("bytes_in_per_s") + F.col("bytes_out_per_s"))
-             / F.greatest(F.col("size_bytes"), F.lit(1))).alias("heat"))
+        dir_id = "map(" + ", ".join(f"{_sql_string(f'{self.cluster.dirs[i].broker_id}/{path}')}, {i}"
+                                    for i, path in enumerate(self.paths)) + ")"
+        state = partitions.selectExpr(
+            "topic", "CAST(`partition` AS INT) AS `partition`", "CAST(replicas AS ARRAY<INT>) AS replicas",
+            f"transform(arrays_zip(replicas, log_dirs), z -> element_at({dir_id}, "
+            f"concat_ws('/', CAST(z.replicas AS STRING), z.log_dirs))) AS dirs",
+            "CAST(size_bytes AS BIGINT) AS size_bytes",
+            "CAST(round(bytes_in_per_s) AS BIGINT) AS bytes_in",
+            "CAST(round(bytes_out_per_s) AS BIGINT) AS bytes_out",
+            "CAST(bytes_in_per_s AS DOUBLE) AS bytes_in_per_s",
+            "CAST(bytes_out_per_s AS DOUBLE) AS bytes_out_per_s",
+            "(bytes_in_per_s + bytes_out_per_s) / greatest(size_bytes, 1) AS heat")
         state = state.repartition(self._slices(), "topic", "partition")
         return state.withColumn("hot", self._hot(state, F)).localCheckpoint()
 
@@ -147,30 +144,34 @@ class _Model:
 
     def replicas(self):
         """One row per replica, with the flags and columns selections use."""
-        from pyspark.sql import functions as F
+        if self._replica_columns is None:
+            self._replica_columns = self._replica_sql()
+        exploded = self.state.selectExpr("*", "posexplode(replicas) AS (replica_index, broker_id)")
+        return (exploded.selectExpr("*", "element_at(dirs, replica_index + 1) AS dir_id")
+                .selectExpr("*", *self._replica_columns))
 
-        media = F.array(*[F.lit(m) for m in self.media])
-        view = (self.state.select("*", F.posexplode("replicas").alias("replica_index", "broker_id"))
-                .withColumn("dir_id", F.element_at("dirs", F.col("replica_index") + 1))
-                .withColumn("media", F.element_at(media, F.col("dir_id") + 1))
-                .withColumn("eligible", ~F.col("broker_id").isin(self.excluded)
-                            if self.excluded else F.lit(True)))
-        return view.withColumn("rack_violation", self._rack_violation(F))
+    def _replica_sql(self) -> list[str]:
+        """media, eligible and rack_violation as SQL text, built once: every
+        round's selections use them, and SQL text is one call from Python to
+        Spark where Column objects cost one per node (per dir and broker)."""
+        media = "array(" + ", ".join(_sql_string(m) for m in self.media) + ")"
+        eligible = (f"NOT broker_id IN ({', '.join(str(b) for b in self.excluded)})" if self.excluded
+                    else "true")
+        return [f"element_at({media}, dir_id + 1) AS media", f"{eligible} AS eligible",
+                f"{self._rack_violation()} AS rack_violation"]
 
-    def _rack_violation(self, F):
+    def _rack_violation(self) -> str:
         """This replica shares a rack with an earlier one of its partition,
         and the partition spans fewer racks than it could."""
         count = self.cluster.rack_count
         if not count:
-            return F.lit(False)
-        keys = []
-        for broker_id, rack in sorted(self.racks.items()):
-            keys += [F.lit(broker_id), F.lit(rack)]
-        racks = F.transform("replicas", lambda b: F.element_at(F.create_map(*keys), b))
-        index = F.col("replica_index")
-        earlier = F.slice(racks, F.lit(1), F.greatest(index, F.lit(1)))
-        return ((index > 0) & F.array_contains(earlier, F.element_at(racks, index + 1))
-                & (F.size(F.array_distinct(racks)) < F.least(F.size(racks), F.lit(count))))
+            return "false"
+        racks = "map(" + ", ".join(f"{b}, {'NULL' if rack is None else _sql_string(rack)}"
+                                   for b, rack in sorted(self.racks.items())) + ")"
+        racks = f"transform(replicas, b -> element_at({racks}, b))"
+        return (f"(replica_index > 0 AND array_contains(slice({racks}, 1, greatest(replica_index, 1)), "
+                f"element_at({racks}, replica_index + 1)) "
+                f"AND size(array_distinct({racks})) < least(size({racks}), {count}))")
 
     def _aggregate(self) -> None:
         """Per-dir sums into the driver's aggregates (the only full pass)."""
@@ -313,29 +314,30 @@ class _Model:
 
     def select(self, selection) -> list[tuple[int, Replica]]:
         """The candidates of a selection: a window per source, interleaved."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         view = self.replicas()
         if selection.enrich is not None:
             view = selection.enrich(view)
         else:
-            view = view.withColumn("full_brokers", F.lit(None).cast("array<int>"))
+            view = view.selectExpr("*", "CAST(NULL AS ARRAY<INT>) AS full_brokers")
         largest = selection.largest or {}
         sources = self.spark.createDataFrame(
             [(k, v, largest.get(k, v)) for k, v in sorted(selection.excess.items())],
             "source int, excess long, largest long")
-        weight = F.lit(1).cast("long") if selection.weight == "one" else F.col(selection.weight)
-        rows = view.where(selection.where).join(
-            F.broadcast(sources), F.col(selection.key) == F.col("source")).where(weight > 0)
+        # SQL text: a few calls to Spark per selection, whatever the expressions
+        weight = "CAST(1 AS BIGINT)" if selection.weight == "one" else f"`{selection.weight}`"
+        rows = (view.where(selection.where)
+                .join(F.broadcast(sources), F.expr(f"`{selection.key}` = source"))
+                .where(f"{weight} > 0"))
         if selection.fit:
-            rows = rows.where(weight <= F.col("excess"))
-        rows = rows.where(weight <= F.col("largest"))
-        order = [_sort_key(F, o) for o in selection.order] + ["topic", "partition", "replica_index"]
-        by_source = Window.partitionBy("source").orderBy(*order)
-        rows = (rows.withColumn("cumulative", F.sum(weight).over(by_source))
-                .withColumn("rank", F.row_number().over(by_source))
-                .where(F.col("cumulative") - weight < F.col("excess") * 2)
+            rows = rows.where(f"{weight} <= excess")
+        window = (f"(PARTITION BY source ORDER BY "
+                  f"{', '.join([*selection.order, 'topic', '`partition`', 'replica_index'])})")
+        rows = (rows.where(f"{weight} <= largest")
+                .selectExpr("*", f"sum({weight}) OVER {window} AS cumulative",
+                            f"row_number() OVER {window} AS rank")
+                .where(f"cumulative - {weight} < excess * 2")
                 .orderBy("rank", "source").limit(BATCH)
                 .select("source", "topic", "partition", "replica_index", "size_bytes", "bytes_in",
                         "bytes_out", "hot", "replicas", "dirs", "full_brokers"))
@@ -355,20 +357,18 @@ class _Model:
             actions, "topic string, partition int, kind string, act_index int, "
                      "to_broker int, to_dir int")
         joined = self.state.join(F.broadcast(frame), ["topic", "partition"], "left")
-        index = F.col("act_index")
 
         def changed(column, new_value):
-            moved = F.transform(column, lambda x, i: F.when(i == index, new_value).otherwise(x))
-            led = F.concat(F.array(F.element_at(column, index + 1)),
-                           F.filter(column, lambda x, i: i != index))
-            return (F.when(F.col("kind") == "move", moved).when(F.col("kind") == "lead", led)
-                    .otherwise(F.col(column)).alias(column))
+            moved = f"transform({column}, (x, i) -> CASE WHEN i = act_index THEN {new_value} ELSE x END)"
+            led = f"concat(array(element_at({column}, act_index + 1)), filter({column}, (x, i) -> i != act_index))"
+            return (f"CASE WHEN kind = 'move' THEN {moved} WHEN kind = 'lead' THEN {led} "
+                    f"ELSE {column} END AS {column}")
 
-        columns = [changed("replicas", F.col("to_broker")) if c == "replicas"
-                   else changed("dirs", F.col("to_dir")) if c == "dirs" else c
+        columns = [changed("replicas", "to_broker") if c == "replicas"
+                   else changed("dirs", "to_dir") if c == "dirs" else f"`{c}`"
                    for c in self.state.columns]
         previous = self.state
-        self.state = joined.select(*columns).localCheckpoint()
+        self.state = joined.selectExpr(*columns).localCheckpoint()
         previous.unpersist()
 
     # ---- the result -----------------------------------------------------------
@@ -387,11 +387,6 @@ class _Model:
         self.state.unpersist()
 
 
-def _sort_key(F, text: str):
-    """'expr DESC' / 'expr ASC' to a sort column."""
-    expression, _, direction = text.rpartition(" ")
-    if direction.upper() == "DESC":
-        return F.expr(expression).desc()
-    if direction.upper() == "ASC":
-        return F.expr(expression).asc()
-    return F.expr(text).asc()
+def _sql_string(value: str) -> str:
+    """A SQL string literal (Spark's escapes: backslash and quote)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

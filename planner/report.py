@@ -15,8 +15,8 @@ import math
 import statistics
 from pathlib import Path
 
-from .constraints import check
-from .usage import broker_load, dir_usage, human_bytes
+from .constraints import check_states
+from .usage import human_bytes, state_loads, tagged
 
 # Utilizations are fractions of capacity; counts are replicas and leaders per broker.
 RESOURCES = ("disk_utilization_ssd", "disk_utilization_hdd", "log_dir_utilization_ssd", "log_dir_utilization_hdd",
@@ -39,16 +39,30 @@ def summarize(values: list[float]) -> dict | None:
 
 def evaluate(assignment, snapshot, options, throttle_bytes_per_s: int | None = None) -> dict:
     """Statistics, violations and moves of one assignment (the snapshot's own for `before`)."""
-    brokers = [r.asDict() for r in broker_load(assignment, snapshot).orderBy("broker_id").collect()]
-    dirs = [r.asDict() for r in dir_usage(assignment, snapshot).orderBy("broker_id", "path").collect()]
-    for row in brokers:
-        row.update(_disk_per_media(dirs, row["broker_id"]))
+    return evaluate_states([assignment], snapshot, options, throttle_bytes_per_s)[0]
+
+
+def evaluate_states(states: list, snapshot, options, throttle_bytes_per_s: int | None = None) -> list[dict]:
+    """evaluate() of several assignments in one pass: they are tagged and
+    persisted together, so loads, violations and moves are three Spark jobs
+    whatever their number, and each assignment is computed once."""
+    frame = tagged(states, snapshot)
+    try:
+        current = next((i for i, s in enumerate(states) if s is snapshot.partitions), None)
+        loads = state_loads(frame.sparkSession, frame, len(states), snapshot, current)
+        checks = check_states(frame, len(states), snapshot, options, loads)
+        moved = _moves_of_states(frame, len(states), snapshot, throttle_bytes_per_s)
+    finally:
+        frame.unpersist()
     excluded = set(options.exclude_brokers)
-    return {"resources": resource_stats([b for b in brokers if b["broker_id"] not in excluded],
-                                        [d for d in dirs if d["broker_id"] not in excluded]),
-            "violations": check(assignment, snapshot, options).to_dict(),
-            "moves": moves(assignment, snapshot, throttle_bytes_per_s),
-            "brokers": brokers, "log_dirs": dirs}
+    results = []
+    for (brokers, dirs), found, move in zip(loads, checks, moved):
+        for row in brokers:
+            row.update(_disk_per_media(dirs, row["broker_id"]))
+        results.append({"resources": resource_stats([b for b in brokers if b["broker_id"] not in excluded],
+                                                    [d for d in dirs if d["broker_id"] not in excluded]),
+                        "violations": found.to_dict(), "moves": move, "brokers": brokers, "log_dirs": dirs})
+    return results
 
 
 def _disk_per_media(dirs: list[dict], broker_id: int) -> dict:
@@ -73,27 +87,64 @@ def resource_stats(brokers: list[dict], dirs: list[dict]) -> dict:
 
 
 def moves(assignment, snapshot, throttle_bytes_per_s: int | None) -> dict:
-    """Replica moves (a replica on a broker that had none of the partition),
-    bytes moved (their sizes), moves between dirs of one broker, leader
-    changes, and the duration at a throttle: the busiest broker's bytes to
-    send (as leader) or to receive (as new replica) over the throttle, which
-    Kafka applies per broker."""
-    from pyspark.sql import functions as F
+    """The moves of one assignment (see _moves_of_states)."""
+    frame = tagged([assignment], snapshot)
+    try:
+        return _moves_of_states(frame, 1, snapshot, throttle_bytes_per_s)[0]
+    finally:
+        frame.unpersist()
 
-    joined = _against_current(assignment, snapshot)
-    totals = joined.agg(
-        F.sum(F.col("changed").cast("int")).alias("partitions_changed"),
-        F.sum(F.size("added")).alias("replica_moves"),
-        F.sum(F.size("added") * F.col("size_bytes")).alias("bytes_moved"),
-        F.sum("dir_moves").alias("dir_moves"),
-        F.sum(F.col("dir_moves") * F.col("size_bytes")).alias("dir_bytes_moved"),
-        F.sum(F.col("leader_changed").cast("int")).alias("leader_changes")).first()
-    result = {k: int(totals[k] or 0) for k in ("partitions_changed", "replica_moves", "bytes_moved", "dir_moves",
-                                                "dir_bytes_moved", "leader_changes")}
-    busiest = _busiest_broker_bytes(joined)
-    result["busiest_broker_bytes"] = busiest
-    result["estimated_duration_s"] = busiest / throttle_bytes_per_s if throttle_bytes_per_s else None
-    return result
+
+_MOVE_TOTALS = ("partitions_changed", "replica_moves", "bytes_moved", "dir_moves", "dir_bytes_moved",
+                "leader_changes")
+
+
+def _moves_of_states(tagged_frame, count: int, snapshot, throttle_bytes_per_s: int | None) -> list[dict]:
+    """Per state: replica moves (a replica on a broker that had none of the
+    partition), bytes moved (their sizes), moves between dirs of one broker,
+    leader changes, and the duration at a throttle: the busiest broker's
+    bytes to send (as leader) or to receive (as new replica) over the
+    throttle, which Kafka applies per broker. One Spark job: the totals and
+    the busiest broker's bytes as rows of one union."""
+    query = (
+        "WITH joined AS (" + _AGAINST_CURRENT + "), "
+        "moving AS (SELECT state, size_bytes, added, CASE WHEN current_leader >= 0 THEN current_leader "
+        "  ELSE current_replicas[0] END AS source FROM joined WHERE size(added) > 0), "
+        "per_broker AS ("
+        "  SELECT state, broker_id, sum(size_bytes) AS bytes FROM "
+        "    (SELECT state, explode(added) AS broker_id, size_bytes FROM moving) GROUP BY state, broker_id "
+        "  UNION ALL SELECT state, source, sum(size_bytes * size(added)) FROM moving GROUP BY state, source) "
+        "SELECT state, sum(CAST(changed AS INT)) AS partitions_changed, sum(size(added)) AS replica_moves, "
+        "  sum(size(added) * size_bytes) AS bytes_moved, sum(dir_moves) AS dir_moves, "
+        "  sum(dir_moves * size_bytes) AS dir_bytes_moved, sum(CAST(leader_changed AS INT)) AS leader_changes, "
+        "  CAST(NULL AS BIGINT) AS busiest FROM joined GROUP BY state "
+        "UNION ALL SELECT state, NULL, NULL, NULL, NULL, NULL, NULL, max(bytes) FROM per_broker GROUP BY state")
+    rows = tagged_frame.sparkSession.sql(query, t=tagged_frame, p=snapshot.partitions).collect()
+    results = [dict.fromkeys(_MOVE_TOTALS, 0) | {"busiest_broker_bytes": 0} for _ in range(count)]
+    for r in rows:
+        if r.busiest is not None:
+            results[r.state]["busiest_broker_bytes"] = int(r.busiest)
+        else:
+            results[r.state].update({k: int(r[k] or 0) for k in _MOVE_TOTALS})
+    for result in results:
+        busiest = result["busiest_broker_bytes"]
+        result["estimated_duration_s"] = busiest / throttle_bytes_per_s if throttle_bytes_per_s else None
+    return results
+
+
+# Each partition of a tagged assignment ({t}) with its current replicas
+# ({p}, the snapshot's) and what changed.
+_AGAINST_CURRENT = (
+    "SELECT state, topic, `partition`, size_bytes, current_replicas, current_leader, "
+    "  array_except(replicas, current_replicas) AS added, "
+    "  size(filter(array_intersect(replicas, current_replicas), "
+    "    b -> get(log_dirs, CAST(array_position(replicas, b) - 1 AS INT)) "
+    "      != get(current_log_dirs, CAST(array_position(current_replicas, b) - 1 AS INT)))) AS dir_moves, "
+    "  replicas[0] != current_leader AS leader_changed, "
+    "  replicas != current_replicas OR log_dirs != current_log_dirs AS changed "
+    "FROM (SELECT a.state, a.topic, a.`partition`, a.replicas, a.log_dirs, c.replicas AS current_replicas, "
+    "  c.log_dirs AS current_log_dirs, c.leader AS current_leader, c.size_bytes "
+    "  FROM {t} a JOIN {p} c ON a.topic = c.topic AND a.`partition` = c.`partition`)")
 
 
 def _against_current(assignment, snapshot):
@@ -115,20 +166,6 @@ def _against_current(assignment, snapshot):
         (F.col("replicas")[0] != F.col("current_leader")).alias("leader_changed"),
         ((F.col("replicas") != F.col("current_replicas")) | (F.col("log_dirs") != F.col("current_log_dirs")))
         .alias("changed"))
-
-
-def _busiest_broker_bytes(joined) -> int:
-    from pyspark.sql import functions as F
-
-    moving = joined.where(F.size("added") > 0).select(
-        "size_bytes", "added", F.when(F.col("current_leader") >= 0, F.col("current_leader"))
-        .otherwise(F.col("current_replicas")[0]).alias("source"))
-    received = moving.select(F.explode("added").alias("broker_id"), "size_bytes")
-    sent = moving.select(F.col("source").alias("broker_id"), (F.col("size_bytes") * F.size("added")).alias("size_bytes"))
-    per_broker = (received.groupBy("broker_id").agg(F.sum("size_bytes").alias("bytes"))
-                  .unionByName(sent.groupBy("broker_id").agg(F.sum("size_bytes").alias("bytes"))))
-    row = per_broker.agg(F.max("bytes").alias("bytes")).first()
-    return int(row.bytes or 0)
 
 
 # --- the report as data, markdown and a chart
@@ -163,13 +200,14 @@ def _broker_figures(row: dict) -> dict:
 
 
 def snapshot_counts(snapshot, options) -> dict:
-    from pyspark.sql import functions as F
+    from .usage import snapshot_tables
 
-    totals = snapshot.partitions.agg(F.count("*").alias("partitions"), F.sum(F.size("replicas")).alias("replicas"),
-                                     F.sum(F.col("size_bytes") * F.size("replicas")).alias("bytes")).first()
-    brokers = snapshot.brokers.count()
+    totals = snapshot.partitions.selectExpr("count(*) AS partitions", "sum(size(replicas)) AS replicas",
+                                            "sum(size_bytes * size(replicas)) AS bytes").first()
+    broker_rows, dir_rows = snapshot_tables(snapshot)
+    brokers = len(broker_rows)
     return {"brokers": brokers, "eligible_brokers": brokers - len(options.exclude_brokers),
-            "log_dirs": snapshot.log_dirs.count(), "partitions": int(totals.partitions),
+            "log_dirs": len(dir_rows), "partitions": int(totals.partitions),
             "replicas": int(totals.replicas or 0), "replica_bytes": int(totals.bytes or 0)}
 
 

@@ -104,13 +104,13 @@ def read_snapshot(spark, directory, max_errors: int = MAX_ERRORS) -> Snapshot:
     for frame in raw.values():
         frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        errors = _first_errors(raw, {t: p.name for t, p in files.items()}, max_errors)
+        errors, more = _first_errors(raw, {t: p.name for t, p in files.items()}, max_errors)
     except BaseException:
         _unpersist(raw)
         raise
     if errors:
         _unpersist(raw)
-        raise SnapshotError(errors[:max_errors], more=len(errors) > max_errors)
+        raise SnapshotError(errors, more=more)
     clean = {t: raw[t].select(*[name for name, _, _ in FIELDS[t]]) for t in TABLES}
     return Snapshot(clean["brokers"], clean["log_dirs"], clean["partitions"], str(directory))
 
@@ -121,6 +121,10 @@ def _unpersist(frames: dict) -> None:
 
 
 # --- reading: typed columns plus `_line` (JSON Lines) and `_where` (for messages)
+#
+# Expressions are SQL text: each is one call from Python to Spark's JVM,
+# where a tree of Column objects costs a call per node (thousands per
+# snapshot, which dominated reading a small one).
 
 def _read_table(spark, table: str, path: Path):
     if path.suffix == ".parquet":
@@ -129,73 +133,65 @@ def _read_table(spark, table: str, path: Path):
 
 
 def _read_json_lines(spark, table: str, path: Path):
-    from pyspark.sql import functions as F
-
     # zipWithIndex numbers the lines in file order, exactly, across splits.
     numbered = (spark.sparkContext.textFile(str(path.resolve()))
                 .zipWithIndex()
                 .map(lambda pair: (pair[1] + 1, pair[0])))
-    lines = spark.createDataFrame(numbered, "_line long, _text string").where(F.trim("_text") != "")
-    parsed = lines.select("_line", F.expr("try_parse_json(_text)").alias("_v"))
+    lines = spark.createDataFrame(numbered, "_line long, _text string").where("trim(_text) != ''")
+    parsed = lines.selectExpr("_line", "try_parse_json(_text) AS _v")
     columns, checks = [], []
     for name, kind, nullable in FIELDS[table]:
         value, check = _json_field(name, kind, nullable)
-        columns.append(value.alias(name))
+        columns.append(f"{value} AS `{name}`")
         checks.append(check)
-    not_object = F.when(F.coalesce(~F.expr("schema_of_variant(_v)").startswith("OBJECT<"), F.lit(True)),
-                        F.lit("not a JSON object"))
+    not_object = ("CASE WHEN coalesce(NOT startswith(schema_of_variant(_v), 'OBJECT<'), true) "
+                  "THEN 'not a JSON object' END")
     # A line that is not an object gets that one error, not one per field.
-    type_errors = F.when(not_object.isNotNull(), F.array(not_object)).otherwise(F.array_compact(F.array(*checks)))
-    return parsed.select("_line", F.concat(F.lit("line "), F.col("_line").cast("string")).alias("_where"),
-                         *columns, type_errors.alias("_type_errors"))
+    type_errors = (f"CASE WHEN ({not_object}) IS NOT NULL THEN array({not_object}) "
+                   f"ELSE array_compact(array({', '.join(checks)})) END AS _type_errors")
+    return parsed.selectExpr("_line", "concat('line ', CAST(_line AS STRING)) AS _where", *columns, type_errors)
 
 
-def _json_field(name: str, kind: str, nullable: bool):
-    """(the typed value, the error message or null) of one field of a parsed line."""
-    from pyspark.sql import functions as F
-
+def _json_field(name: str, kind: str, nullable: bool) -> tuple[str, str]:
+    """(the typed value, the error message or null) of one field of a parsed line, as SQL."""
     raw = f"variant_get(_v, '$.{name}')"
-    json_type = F.expr(f"schema_of_variant({raw})")
-    as_json = F.expr(f"to_json({raw})")
+    json_type = f"schema_of_variant({raw})"
     if kind in ("int", "long"):
-        ok = json_type == "BIGINT"
+        ok = f"{json_type} = 'BIGINT'"
         if kind == "int":
-            ok = ok & F.expr(f"try_variant_get(_v, '$.{name}', 'int')").isNotNull()
+            ok += f" AND try_variant_get(_v, '$.{name}', 'int') IS NOT NULL"
     elif kind == "double":
-        ok = json_type.isin("BIGINT", "DOUBLE", "FLOAT") | json_type.startswith("DECIMAL")
+        ok = f"({json_type} IN ('BIGINT', 'DOUBLE', 'FLOAT') OR startswith({json_type}, 'DECIMAL'))"
     elif kind == "string":
-        ok = json_type == "STRING"
+        ok = f"{json_type} = 'STRING'"
     elif kind == "int_array":
-        as_longs = F.expr(f"try_variant_get(_v, '$.{name}', 'array<bigint>')")
-        ok = json_type.isin("ARRAY<BIGINT>", "ARRAY<VOID>") & ~F.exists(
-            as_longs, lambda x: x.isNull() | (x < -1) | (x > INT_MAX))
+        ok = (f"{json_type} IN ('ARRAY<BIGINT>', 'ARRAY<VOID>') AND NOT exists("
+              f"try_variant_get(_v, '$.{name}', 'array<bigint>'), x -> x IS NULL OR x < -1 OR x > {INT_MAX})")
     else:
-        ok = json_type.isin("ARRAY<STRING>", "ARRAY<VOID>") & ~F.exists(
-            F.expr(f"try_variant_get(_v, '$.{name}', 'array<string>')"), lambda x: x.isNull())
-    error = (F.when(json_type.isNull(), F.lit(f"{name} is missing"))
-             .when(json_type == "VOID", F.lit(None if nullable else f"{name} is null"))
-             .when(~ok, F.concat(F.lit(f"{name} must be {_KIND_TEXT[kind]} (got "), as_json, F.lit(")"))))
-    value = F.when(ok, F.expr(f"try_variant_get(_v, '$.{name}', '{_SQL_TYPES[kind]}')"))
+        ok = (f"{json_type} IN ('ARRAY<STRING>', 'ARRAY<VOID>') AND NOT exists("
+              f"try_variant_get(_v, '$.{name}', 'array<string>'), x -> x IS NULL)")
+    if_null = "NULL" if nullable else f"'{name} is null'"
+    error = (f"CASE WHEN {json_type} IS NULL THEN '{name} is missing' WHEN {json_type} = 'VOID' THEN {if_null} "
+             f"WHEN NOT ({ok}) THEN concat('{name} must be {_KIND_TEXT[kind]} (got ', to_json({raw}), ')') END")
+    value = f"CASE WHEN {ok} THEN try_variant_get(_v, '$.{name}', '{_SQL_TYPES[kind]}') END"
     return value, error
 
 
 def _read_parquet(spark, table: str, path: Path):
-    from pyspark.sql import functions as F
-
     frame = spark.read.parquet(str(path.resolve()))
     problems = _parquet_schema_problems(frame.schema, table, path.name)
     if problems:
         raise SnapshotError(problems)
     columns, checks = [], []
     for name, kind, nullable in FIELDS[table]:
-        columns.append(F.col(name).cast(_SQL_TYPES[kind]).alias(name))
+        columns.append(f"CAST(`{name}` AS {_SQL_TYPES[kind]}) AS `{name}`")
         if not nullable:
-            checks.append(F.when(F.col(name).isNull(), F.lit(f"{name} is null")))
+            checks.append(f"CASE WHEN `{name}` IS NULL THEN '{name} is null' END")
         if kind.endswith("_array"):
-            checks.append(F.when(F.exists(name, lambda x: x.isNull()), F.lit(f"{name} has a null entry")))
-    typed = frame.select(*columns, F.array_compact(F.array(*checks)).alias("_type_errors"))
-    return typed.select(F.lit(None).cast("long").alias("_line"), _parquet_where(table).alias("_where"),
-                        *[name for name, _, _ in FIELDS[table]], "_type_errors")
+            checks.append(f"CASE WHEN exists(`{name}`, x -> x IS NULL) THEN '{name} has a null entry' END")
+    typed = frame.selectExpr(*columns, f"array_compact(array({', '.join(checks)})) AS _type_errors")
+    return typed.selectExpr("CAST(NULL AS BIGINT) AS _line", f"{_parquet_where(table)} AS _where",
+                            *[f"`{name}`" for name, _, _ in FIELDS[table]], "_type_errors")
 
 
 def _parquet_schema_problems(actual, table: str, file_name: str) -> list[str]:
@@ -220,23 +216,22 @@ def _parquet_schema_problems(actual, table: str, file_name: str) -> list[str]:
     return problems
 
 
-def _parquet_where(table: str):
+def _parquet_where(table: str) -> str:
     """Parquet has no lines: a row is named by its key."""
-    from pyspark.sql import functions as F
-
     if table == "partitions":
-        return F.format_string("row (topic %s partition %s)", F.coalesce(_quoted("topic"), F.lit("?")),
-                               F.coalesce(F.col("partition").cast("string"), F.lit("?")))
+        return ("format_string('row (topic %s partition %s)', coalesce(" + _quoted("topic") + ", '?'), "
+                "coalesce(CAST(`partition` AS STRING), '?'))")
     if table == "log_dirs":
-        return F.format_string("row (broker_id %s path %s)", F.coalesce(F.col("broker_id").cast("string"),
-                                                                        F.lit("?")),
-                               F.coalesce(F.col("path"), F.lit("?")))
-    return F.format_string("row (broker_id %s)", F.coalesce(F.col("broker_id").cast("string"), F.lit("?")))
+        return ("format_string('row (broker_id %s path %s)', coalesce(CAST(broker_id AS STRING), '?'), "
+                "coalesce(path, '?'))")
+    return "format_string('row (broker_id %s)', coalesce(CAST(broker_id AS STRING), '?'))"
 
 
 # --- validation: every check yields (where, message) rows; the first few are collected
 
-def _first_errors(raw: dict, names: dict[str, str], max_errors: int) -> list[str]:
+def _first_errors(raw: dict, names: dict[str, str], max_errors: int) -> tuple[list[str], bool]:
+    """The first errors in file order, and whether there are more; one Spark job
+    (the empty-table checks ride along, ranked after every other error)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -244,31 +239,31 @@ def _first_errors(raw: dict, names: dict[str, str], max_errors: int) -> list[str
     found = []
     for rank, table in enumerate(TABLES):
         for frame in _checks(table, raw):
-            found.append(frame.select(F.lit(rank).alias("_rank"), F.lit(names[table]).alias("_file"),
-                                      "_line", "_where", "_seq", "_message"))
+            found.append(frame.selectExpr(f"{rank} AS _rank", f"'{names[table]}' AS _file",
+                                          "_line", "_where", "_seq", "_message"))
+    for rank, table in enumerate(TABLES):
+        # one row when the table has none (an anti join of a single row against at most one)
+        empty = raw[table].sparkSession.range(1).join(raw[table].limit(1), how="left_anti")
+        found.append(empty.selectExpr(f"{len(TABLES) + rank} AS _rank", f"'{names[table]}' AS _file",
+                                      "CAST(NULL AS BIGINT) AS _line", "'' AS _where", "0 AS _seq",
+                                      "'no rows; a snapshot needs at least one' AS _message"))
     errors = reduce(lambda a, b: a.unionByName(b), found)
     first = (errors.orderBy("_rank", F.col("_line").asc_nulls_last(), "_where", "_seq", "_message")
              .limit(max_errors + 1).collect())
-    messages = [f"{r._file} {r._where}: {r._message}" for r in first]
-    return messages + _empty_tables(raw, names, max_errors - len(messages)) if len(messages) < max_errors \
-        else messages
-
-
-def _empty_tables(raw: dict, names: dict[str, str], room: int) -> list[str]:
-    if room <= 0:
-        return []
-    return [f"{names[t]}: no rows; a snapshot needs at least one" for t in TABLES if raw[t].isEmpty()][:room]
+    messages = [f"{r._file} {r._where}: {r._message}" for r in first if r._rank < len(TABLES)]
+    if len(messages) >= max_errors:
+        return messages[:max_errors], len(messages) > max_errors
+    # as many empty tables as there is room for, never counted as "more"
+    room = max_errors - len(messages)
+    return messages + [f"{r._file}: {r._message}" for r in first if r._rank >= len(TABLES)][:room], False
 
 
 def _checks(table: str, raw: dict):
     """DataFrames of (_line, _where, _seq, _message) for one table."""
-    from pyspark.sql import functions as F
-
     frame = raw[table]
-    rows = _row_checks(table)
-    row_errors = frame.select("_line", "_where", F.concat("_type_errors", F.array_compact(F.array(*rows)))
-                              .alias("_all"))
-    yield row_errors.select("_line", "_where", F.posexplode("_all").alias("_seq", "_message"))
+    row_errors = frame.selectExpr(
+        "_line", "_where", f"concat(_type_errors, array_compact(array({', '.join(_row_checks(table))}))) AS _all")
+    yield row_errors.selectExpr("_line", "_where", "posexplode(_all) AS (_seq, _message)")
     yield _duplicates(frame, _KEYS[table], _describe_key(table))
     if table == "log_dirs":
         yield _unknown_brokers_of_dirs(frame, raw["brokers"])
@@ -279,109 +274,95 @@ def _checks(table: str, raw: dict):
 _KEYS = {"brokers": ("broker_id",), "log_dirs": ("broker_id", "path"), "partitions": ("topic", "partition")}
 
 
-def _describe_key(table: str):
-    from pyspark.sql import functions as F
-
+def _describe_key(table: str) -> str:
     if table == "brokers":
-        return F.format_string("duplicate broker %d", "broker_id")
+        return "format_string('duplicate broker %d', broker_id)"
     if table == "log_dirs":
-        return F.format_string("duplicate log dir %s of broker %d", _quoted("path"), "broker_id")
-    return F.format_string("duplicate partition %s-%d", "topic", "partition")
+        return f"format_string('duplicate log dir %s of broker %d', {_quoted('path')}, broker_id)"
+    return "format_string('duplicate partition %s-%d', topic, `partition`)"
 
 
-def _quoted(column):
+def _quoted(column: str) -> str:
     """A string column as a JSON string literal (quotes and escapes), for messages."""
-    from pyspark.sql import functions as F
-
-    return F.regexp_replace(F.to_json(F.array(column)), r"^\[|\]$", "")
+    return f"regexp_replace(to_json(array(`{column}`)), '^\\\\[|\\\\]$', '')"
 
 
-def _negative(name: str):
-    from pyspark.sql import functions as F
-
-    return F.when(F.col(name) < 0, F.format_string(f"{name} is negative (%s)", F.col(name).cast("string")))
+def _negative(name: str) -> str:
+    return f"CASE WHEN `{name}` < 0 THEN format_string('{name} is negative (%s)', CAST(`{name}` AS STRING)) END"
 
 
-def _row_checks(table: str) -> list:
-    """Checks of one row's values (null when a value is missing or mistyped)."""
-    from pyspark.sql import functions as F
-
+def _row_checks(table: str) -> list[str]:
+    """Checks of one row's values (null when a value is missing or mistyped), as SQL."""
     if table == "brokers":
         return [_negative("broker_id"),
                 *[check for name in ("network_in_capacity_bytes_per_s", "network_out_capacity_bytes_per_s")
-                  for check in (_negative(name), F.when(F.col(name) == 0, F.lit(f"{name} is zero; a capacity "
-                                                                              f"must be positive")))]]
+                  for check in (_negative(name),
+                                f"CASE WHEN {name} = 0 THEN '{name} is zero; a capacity must be positive' END")]]
     if table == "log_dirs":
+        media = ", ".join(f"'{m}'" for m in MEDIA)
         return [_negative("broker_id"),
-                F.when(~F.col("path").startswith("/"), F.format_string("path must be an absolute path (got %s)",
-                                                                      _quoted("path"))),
-                F.when(~F.col("media").isin(*MEDIA), F.format_string("media must be \"ssd\" or \"hdd\" (got %s)",
-                                                                     _quoted("media"))),
+                "CASE WHEN NOT startswith(path, '/') THEN "
+                f"format_string('path must be an absolute path (got %s)', {_quoted('path')}) END",
+                f"CASE WHEN NOT media IN ({media}) THEN "
+                f"format_string('media must be \"ssd\" or \"hdd\" (got %s)', {_quoted('media')}) END",
                 _negative("capacity_bytes"),
-                F.when(F.col("capacity_bytes") == 0, F.lit("capacity_bytes is zero; a capacity must be positive")),
+                "CASE WHEN capacity_bytes = 0 THEN 'capacity_bytes is zero; a capacity must be positive' END",
                 _negative("used_bytes")]
-    replicas = F.col("replicas")
-    return [F.when(F.col("topic") == "", F.lit("topic is empty")),
+    return ["CASE WHEN topic = '' THEN 'topic is empty' END",
             _negative("partition"),
-            F.when(F.size(replicas) == 0, F.lit("replicas is empty; a partition needs at least one replica")),
-            F.when(F.exists(replicas, lambda b: b < 0), F.format_string("replicas has a negative broker id (%s)",
-                                                                       F.to_json(replicas))),
-            F.when(F.size(F.array_distinct(replicas)) != F.size(replicas),
-                   F.format_string("replicas lists a broker more than once (%s)", F.to_json(replicas))),
-            F.when(F.size("log_dirs") != F.size(replicas),
-                   F.format_string("log_dirs has %d entries for %d replicas", F.size("log_dirs"), F.size(replicas))),
-            F.when((F.col("leader") != -1) & ~F.array_contains(replicas, F.col("leader")),
-                   F.format_string("leader %d is not one of the replicas %s (use -1 for no leader)", "leader",
-                                   F.to_json(replicas))),
+            "CASE WHEN size(replicas) = 0 THEN 'replicas is empty; a partition needs at least one replica' END",
+            "CASE WHEN exists(replicas, b -> b < 0) THEN "
+            "format_string('replicas has a negative broker id (%s)', to_json(replicas)) END",
+            "CASE WHEN size(array_distinct(replicas)) != size(replicas) THEN "
+            "format_string('replicas lists a broker more than once (%s)', to_json(replicas)) END",
+            "CASE WHEN size(log_dirs) != size(replicas) THEN "
+            "format_string('log_dirs has %d entries for %d replicas', size(log_dirs), size(replicas)) END",
+            "CASE WHEN leader != -1 AND NOT array_contains(replicas, leader) THEN "
+            "format_string('leader %d is not one of the replicas %s (use -1 for no leader)', leader, "
+            "to_json(replicas)) END",
             _negative("size_bytes"), _negative("bytes_in_per_s"), _negative("bytes_out_per_s")]
 
 
-def _duplicates(frame, keys: tuple[str, ...], describe):
+def _duplicates(frame, keys: tuple[str, ...], describe: str):
     """Every row whose key an earlier row has (the first stays unflagged)."""
-    from functools import reduce
-
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    order = [F.col("_line").asc_nulls_last(), F.col("_where")]
-    window = Window.partitionBy(*keys).orderBy(*order)
-    complete = reduce(lambda a, b: a & b, [F.col(k).isNotNull() for k in keys])
-    ranked = (frame.where(complete)
-              .withColumn("_rank", F.row_number().over(window))
-              .withColumn("_first", F.first("_where").over(window)))
-    return ranked.where(F.col("_rank") > 1).select(
-        "_line", "_where", F.lit(100).alias("_seq"),
-        F.concat(describe, F.lit(" (first at "), F.col("_first"), F.lit(")")).alias("_message"))
+    window = (f"(PARTITION BY {', '.join(f'`{k}`' for k in keys)} "
+              f"ORDER BY _line ASC NULLS LAST, _where)")
+    complete = " AND ".join(f"`{k}` IS NOT NULL" for k in keys)
+    ranked = frame.where(complete).selectExpr(
+        "*", f"row_number() OVER {window} AS _rank", f"first(_where) OVER {window} AS _first")
+    return ranked.where("_rank > 1").selectExpr(
+        "_line", "_where", "100 AS _seq", f"concat({describe}, ' (first at ', _first, ')') AS _message")
 
 
 def _unknown_brokers_of_dirs(log_dirs, brokers):
     from pyspark.sql import functions as F
 
-    known = F.broadcast(brokers.where(F.col("broker_id").isNotNull()).select("broker_id").distinct())
-    unknown = log_dirs.where(F.col("broker_id").isNotNull()).join(known, "broker_id", "left_anti")
-    return unknown.select("_line", "_where", F.lit(101).alias("_seq"),
-                          F.format_string("broker_id %d is not a broker in the brokers table", "broker_id")
-                          .alias("_message"))
+    known = F.broadcast(brokers.where("broker_id IS NOT NULL").select("broker_id").distinct())
+    unknown = log_dirs.where("broker_id IS NOT NULL").join(known, "broker_id", "left_anti")
+    return unknown.selectExpr("_line", "_where", "101 AS _seq",
+                              "format_string('broker_id %d is not a broker in the brokers table', broker_id) "
+                              "AS _message")
 
 
 def _unknown_replicas(partitions, brokers, log_dirs):
     """Replicas on brokers the snapshot lacks, and dirs that are not their broker's."""
     from pyspark.sql import functions as F
 
-    replicas = (partitions.where(F.col("replicas").isNotNull())
-                .select("_line", "_where", "log_dirs", F.posexplode("replicas").alias("_index", "broker_id")))
+    replicas = (partitions.where("replicas IS NOT NULL")
+                .selectExpr("_line", "_where", "log_dirs", "posexplode(replicas) AS (_index, broker_id)"))
     # Brokers and dirs are few (thousands at most): broadcast, no shuffle of the replicas.
-    known = F.broadcast(brokers.where(F.col("broker_id").isNotNull()).select("broker_id").distinct())
+    known = F.broadcast(brokers.where("broker_id IS NOT NULL").select("broker_id").distinct())
     unknown = replicas.join(known, "broker_id", "left_anti")
-    yield unknown.select("_line", "_where", (F.lit(200) + F.col("_index")).alias("_seq"),
-                         F.format_string("replicas[%d] = %d is not a broker in the brokers table", "_index",
-                                         "broker_id").alias("_message"))
-    dirs = F.broadcast(log_dirs.where(F.col("path").isNotNull() & F.col("broker_id").isNotNull())
-                       .select("broker_id", F.col("path").alias("_path")).distinct())
+    yield unknown.selectExpr(
+        "_line", "_where", "200 + _index AS _seq",
+        "format_string('replicas[%d] = %d is not a broker in the brokers table', _index, broker_id) AS _message")
+    dirs = F.broadcast(log_dirs.where("path IS NOT NULL AND broker_id IS NOT NULL")
+                       .selectExpr("broker_id", "path AS _path").distinct())
     placed = (replicas.join(known, "broker_id", "left_semi")
-              .where(F.size("log_dirs") > F.col("_index"))
-              .withColumn("_path", F.get("log_dirs", F.col("_index"))))
+              .where("size(log_dirs) > _index")
+              .selectExpr("*", "get(log_dirs, _index) AS _path"))
     misplaced = placed.join(dirs, ["broker_id", "_path"], "left_anti")
-    yield misplaced.select("_line", "_where", (F.lit(300) + F.col("_index")).alias("_seq"),
-                           F.format_string("log_dirs[%d] = %s is not a log dir of broker %d in the log_dirs table",
-                                           "_index", _quoted("_path"), "broker_id").alias("_message"))
+    yield misplaced.selectExpr(
+        "_line", "_where", "300 + _index AS _seq",
+        "format_string('log_dirs[%d] = %s is not a log dir of broker %d in the log_dirs table', _index, "
+        f"{_quoted('_path')}, broker_id) AS _message")

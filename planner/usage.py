@@ -81,3 +81,113 @@ def human_bytes(value: float) -> str:
 
 def human_rate(value: float) -> str:
     return human_bytes(value) + "/s"
+
+
+# --- several assignments at once: one Spark job, per-dir and per-broker rows on the driver
+
+def tagged(states: list, snapshot):
+    """The assignments as one DataFrame with a `state` column (its index in
+    `states`), persisted: the loads, the checker and the moves each read it,
+    and an assignment (Kafka's, through a pandas UDF) is computed once."""
+    from functools import reduce
+
+    from pyspark import StorageLevel
+
+    columns = ("topic", "`partition`", "replicas", "leader", "log_dirs", "size_bytes", "bytes_in_per_s",
+               "bytes_out_per_s")
+    frames = [frame.selectExpr(f"{i} AS state", *columns) for i, frame in enumerate(states)]
+    return reduce(lambda a, b: a.unionByName(b), frames).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def state_loads(spark, tagged_frame, count: int, snapshot, current: int | None = None) -> list[tuple[list, list]]:
+    """Per state, (brokers, dirs): the rows of broker_load and dir_usage as
+    dicts, sorted by broker (and path). `current`: the state that is the
+    snapshot's own assignment, if any (its per-dir bytes tell what else a
+    dir holds); otherwise the snapshot's partitions are summed alongside."""
+    frame = tagged_frame
+    if current is None:
+        current = -1
+        frame = tagged_frame.unionByName(snapshot.partitions.selectExpr(
+            "-1 AS state", "topic", "`partition`", "replicas", "leader", "log_dirs", "size_bytes",
+            "bytes_in_per_s", "bytes_out_per_s"))
+    # Summed per (state, broker, dir, leader or not): few rows, from which the
+    # per-dir and per-broker figures follow exactly.
+    rows = spark.sql(
+        "SELECT state, broker_id, path, is_leader, sum(size_bytes) AS size_bytes, count(*) AS replicas, "
+        "sum(bytes_in_per_s) AS bytes_in, sum(bytes_out_per_s) AS bytes_out FROM ("
+        "  SELECT state, broker_id, get(log_dirs, i) AS path, broker_id = leader AS is_leader, size_bytes, "
+        "  bytes_in_per_s, bytes_out_per_s FROM ("
+        "    SELECT state, leader, log_dirs, size_bytes, bytes_in_per_s, bytes_out_per_s, "
+        "    posexplode(replicas) AS (i, broker_id) FROM {frame})) "
+        "GROUP BY state, broker_id, path, is_leader", frame=frame).collect()
+    groups: dict[int, list] = {}
+    for r in rows:
+        groups.setdefault(r.state, []).append(r)
+    for group in groups.values():   # a fixed order of float sums: the same figures every run
+        group.sort(key=lambda r: (r.broker_id, r.path is None, r.path or "", r.is_leader))
+    broker_rows, dir_rows = snapshot_tables(snapshot)
+    held_now: dict[tuple, int] = {}
+    for r in groups.get(current, []):
+        held_now[(r.broker_id, r.path)] = held_now.get((r.broker_id, r.path), 0) + r.size_bytes
+    result = []
+    for state in range(count):
+        per_dir: dict[tuple, list[int]] = {}
+        per_broker: dict[int, dict] = {}
+        for r in groups.get(state, []):
+            held = per_dir.setdefault((r.broker_id, r.path), [0, 0])
+            held[0] += r.size_bytes
+            held[1] += r.replicas
+            b = per_broker.setdefault(r.broker_id, {"replica_count": 0, "leader_count": 0, "in": 0.0,
+                                                    "out": 0.0, "potential": 0.0})
+            b["replica_count"] += r.replicas
+            b["in"] += r.bytes_in
+            b["potential"] += r.bytes_out
+            if r.is_leader:
+                b["leader_count"] += r.replicas
+                b["out"] += r.bytes_out
+        brokers = []
+        for row in broker_rows:
+            b = per_broker.get(row.broker_id, {"replica_count": 0, "leader_count": 0, "in": 0.0, "out": 0.0,
+                                               "potential": 0.0})
+            brokers.append({
+                "broker_id": row.broker_id, "rack": row.rack, "replica_count": b["replica_count"],
+                "leader_count": b["leader_count"], "network_in_bytes_per_s": float(b["in"]),
+                "network_out_bytes_per_s": float(b["out"]),
+                "potential_network_out_bytes_per_s": float(b["potential"]),
+                "network_in_utilization": b["in"] / row.network_in_capacity_bytes_per_s,
+                "network_out_utilization": b["out"] / row.network_out_capacity_bytes_per_s,
+                "potential_network_out_utilization": b["potential"] / row.network_out_capacity_bytes_per_s})
+        dirs = []
+        for row in dir_rows:
+            key = (row.broker_id, row.path)
+            assigned, count_here = per_dir.get(key, (0, 0))
+            used = max(row.used_bytes - held_now.get(key, 0), 0) + assigned
+            dirs.append({"broker_id": row.broker_id, "path": row.path, "media": row.media,
+                         "capacity_bytes": row.capacity_bytes, "used_bytes": used,
+                         "replica_count": count_here, "utilization": used / row.capacity_bytes})
+        result.append((brokers, dirs))
+    return result
+
+
+def snapshot_tables(snapshot) -> tuple[list, list]:
+    """The brokers and log_dirs rows, sorted (small tables; collected once per snapshot)."""
+    cached = getattr(snapshot, "_rows", None)
+    if cached is None:
+        cached = (snapshot.brokers.orderBy("broker_id").collect(),
+                  snapshot.log_dirs.orderBy("broker_id", "path").collect())
+        snapshot._rows = cached
+    return cached
+
+
+def held_bytes(snapshot) -> dict[tuple[int, str], int]:
+    """Per (broker_id, path), the bytes of the snapshot's replicas there now
+    (one Spark job, memoized per snapshot: feasibility and the lower bound
+    both need it)."""
+    cached = getattr(snapshot, "_held", None)
+    if cached is None:
+        rows = (snapshot.partitions
+                .selectExpr("posexplode(replicas) AS (i, broker_id)", "get(log_dirs, i) AS path", "size_bytes")
+                .groupBy("broker_id", "path").agg({"size_bytes": "sum"}).collect())
+        cached = {(r.broker_id, r.path): r["sum(size_bytes)"] for r in rows}
+        snapshot._held = cached
+    return cached

@@ -49,3 +49,25 @@ def read_snapshot(spark):
     from kafkactl.planner.snapshot import read_snapshot as read
 
     return lambda directory: read(spark, directory)
+
+
+@pytest.fixture(scope="session")
+def fixture_snapshot(spark, tmp_path_factory):
+    """name -> (Fixture, Snapshot, directory): each named fixture written and
+    read once per session, for tests that only read it (reading validates
+    the snapshot in a few Spark jobs; the Snapshot's frames are cached)."""
+    from kafkactl.planner.fixtures import write_fixture
+    from kafkactl.planner.snapshot import read_snapshot as read
+
+    done = {}
+
+    def get(name):
+        if name not in done:
+            directory = tmp_path_factory.mktemp(name)
+            fixture = write_fixture(name, directory)
+            done[name] = (fixture, read(spark, directory), directory)
+        return done[name]
+
+    yield get
+    for _, snapshot, _ in done.values():
+        snapshot.unpersist()

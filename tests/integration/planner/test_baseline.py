@@ -5,17 +5,13 @@ import pytest
 
 from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
 from kafkactl.planner.baseline import kafka_assignment, lower_bound, topic_rng
-from kafkactl.planner.fixtures import write_fixture
 from kafkactl.planner.options import PlannerOptions
-from kafkactl.planner.snapshot import read_snapshot
 
 
 @pytest.fixture
-def grown(spark, tmp_path):
-    fixture = write_fixture("add_two_brokers", tmp_path)
-    snapshot = read_snapshot(spark, tmp_path)
-    yield fixture, snapshot
-    snapshot.unpersist()
+def grown(fixture_snapshot):
+    fixture, snapshot, _ = fixture_snapshot("add_two_brokers")
+    return fixture, snapshot
 
 
 def rows_of(frame):
@@ -50,13 +46,9 @@ def test_replicas_that_stay_keep_their_dir_and_new_ones_fill_the_emptiest(grown)
         assert sum(counts) > 0 and counts[0] - counts[1] in (0, 1)
 
 
-def test_the_lower_bound_is_perfect_balance(spark, tmp_path):
-    write_fixture("decommission_one", tmp_path)
-    snapshot = read_snapshot(spark, tmp_path)
-    try:
-        bound = lower_bound(snapshot, PlannerOptions(exclude_brokers=(5,)))
-    finally:
-        snapshot.unpersist()
+def test_the_lower_bound_is_perfect_balance(fixture_snapshot):
+    _, snapshot, _ = fixture_snapshot("decommission_one")
+    bound = lower_bound(snapshot, PlannerOptions(exclude_brokers=(5,)))
     # 10 partitions of RF 3 (30 replicas) over the 4 eligible brokers; 1 MB/s in and 3 MB/s out each.
     assert bound["replica_count"] == {"min": 7.0, "max": 8.0, "mean": 7.5, "std": 0.5, "max_mean": 8 / 7.5}
     assert bound["leader_count"] == {"min": 2.0, "max": 3.0, "mean": 2.5, "std": 0.5, "max_mean": 3 / 2.5}

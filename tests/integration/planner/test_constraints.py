@@ -2,28 +2,24 @@
 check that refuses what no assignment can meet."""
 
 from kafkactl.planner.constraints import check, infeasible
-from kafkactl.planner.fixtures import GB, MB, SSD, write_fixture
+from kafkactl.planner.fixtures import GB, MB, SSD
 from kafkactl.planner.options import PlannerOptions
-from kafkactl.planner.snapshot import read_snapshot, schema
+from kafkactl.planner.snapshot import schema
 
 
 def assignment_of(spark, rows):
     return spark.createDataFrame(rows, schema("partitions"))
 
 
-def test_the_current_assignment_of_a_healthy_cluster_has_no_violations(spark, tmp_path):
-    write_fixture("unbalanced_two_racks", tmp_path)
-    snapshot = read_snapshot(spark, tmp_path)
-    try:
-        result = check(snapshot.partitions, snapshot, PlannerOptions())
-        assert (result.counts, result.examples) == ({}, [])
-    finally:
-        snapshot.unpersist()
+def test_the_current_assignment_of_a_healthy_cluster_has_no_violations(fixture_snapshot):
+    _, snapshot, _ = fixture_snapshot("unbalanced_two_racks")
+    result = check(snapshot.partitions, snapshot, PlannerOptions())
+    assert (result.counts, result.examples) == ({}, [])
 
 
-def test_each_hard_constraint_is_reported_with_its_subject(spark, tmp_path):
+def test_each_hard_constraint_is_reported_with_its_subject(spark, fixture_snapshot):
     # Racks: r1 = brokers 1-3, r2 = brokers 4-6; SSD and HDD dirs of 100 and 200 GB; 125 MB/s each way.
-    fixture = write_fixture("unbalanced_two_racks", tmp_path)
+    fixture, snapshot, _ = fixture_snapshot("unbalanced_two_racks")
     rows = {(p["topic"], p["partition"]): dict(p) for p in fixture.partitions}
 
     def place(topic, partition, replicas, log_dirs=None, **load):
@@ -40,11 +36,7 @@ def test_each_hard_constraint_is_reported_with_its_subject(spark, tmp_path):
     place("clicks", 3, [1, 5], [SSD])                            # one dir for two replicas
     del rows[("orders", 5)]
     rows[("ghost", 0)] = dict(rows[("orders", 4)], topic="ghost", partition=0)
-    snapshot = read_snapshot(spark, tmp_path)
-    try:
-        result = check(assignment_of(spark, list(rows.values())), snapshot, PlannerOptions(exclude_brokers=(6,)))
-    finally:
-        snapshot.unpersist()
+    result = check(assignment_of(spark, list(rows.values())), snapshot, PlannerOptions(exclude_brokers=(6,)))
     assert result.counts == {"partition_missing": 1, "unknown_partition": 1, "replication_factor": 1,
                              "duplicate_broker": 1, "log_dirs_length": 1, "unknown_log_dir": 2,
                              "excluded_broker": 1, "rack_spread": 2, "log_dir_capacity": 2, "network_in": 2,
@@ -72,23 +64,17 @@ def test_each_hard_constraint_is_reported_with_its_subject(spark, tmp_path):
     ]
 
 
-def test_infeasible_names_the_constraint_and_why(spark, tmp_path):
-    write_fixture("rack_constraint_unsatisfiable", tmp_path / "racks")
-    write_fixture("decommission_one", tmp_path / "decommission")
-    racks = read_snapshot(spark, tmp_path / "racks")
-    decommission = read_snapshot(spark, tmp_path / "decommission")
-    try:
-        assert infeasible(racks, PlannerOptions()) == [
-            "rack spread: with 2 racks, each of the 6 partitions with 2 or more replicas needs a replica in rack "
-            "r2, 30.0 GB in all, but the log dirs of rack r2 (brokers 4) hold at most 16.0 GB more under the 0.8 "
-            "capacity threshold"]
-        assert infeasible(decommission, PlannerOptions(exclude_brokers=(5,))) == []
-        assert infeasible(decommission, PlannerOptions(exclude_brokers=(3, 4, 5))) == [
-            "replication factor: partition payments-0 has 3 replicas but only 2 brokers may hold replicas "
-            "(excluded: 3,4,5)"]
-        assert infeasible(decommission, PlannerOptions(capacity_threshold=0.01)) == [
-            "log dir capacity: the replicas take 90.0 GB but the eligible brokers' log dirs have 10.0 GB free "
-            "under the 0.01 capacity threshold"]
-    finally:
-        racks.unpersist()
-        decommission.unpersist()
+def test_infeasible_names_the_constraint_and_why(fixture_snapshot):
+    racks = fixture_snapshot("rack_constraint_unsatisfiable")[1]
+    decommission = fixture_snapshot("decommission_one")[1]
+    assert infeasible(racks, PlannerOptions()) == [
+        "rack spread: with 2 racks, each of the 6 partitions with 2 or more replicas needs a replica in rack "
+        "r2, 30.0 GB in all, but the log dirs of rack r2 (brokers 4) hold at most 16.0 GB more under the 0.8 "
+        "capacity threshold"]
+    assert infeasible(decommission, PlannerOptions(exclude_brokers=(5,))) == []
+    assert infeasible(decommission, PlannerOptions(exclude_brokers=(3, 4, 5))) == [
+        "replication factor: partition payments-0 has 3 replicas but only 2 brokers may hold replicas "
+        "(excluded: 3,4,5)"]
+    assert infeasible(decommission, PlannerOptions(capacity_threshold=0.01)) == [
+        "log dir capacity: the replicas take 90.0 GB but the eligible brokers' log dirs have 10.0 GB free "
+        "under the 0.01 capacity threshold"]

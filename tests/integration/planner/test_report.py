@@ -6,26 +6,24 @@ import pytest
 
 from kafkactl.cluster.admin.plan_file import parse_reassignment_plan
 from kafkactl.planner import report
-from kafkactl.planner.fixtures import GB, HDD, SSD, write_fixture
+from kafkactl.planner.fixtures import GB, HDD, SSD
 from kafkactl.planner.options import PlannerOptions
-from kafkactl.planner.snapshot import read_snapshot, schema
+from kafkactl.planner.snapshot import schema
 
 
-def test_figures_moves_and_plan_files_by_hand(spark, tmp_path):
+def test_figures_moves_and_plan_files_by_hand(spark, fixture_snapshot, tmp_path):
     # full_disk: 4 brokers; logs-0..8 (10 GB, 1 MB/s in and out) on [1,2] (even) or [2,1] (odd), SSD dirs.
-    fixture = write_fixture("full_disk", tmp_path / "snap")
+    fixture, snapshot, _ = fixture_snapshot("full_disk")
     rows = {p["partition"]: dict(p) for p in fixture.partitions}
     rows[0].update(replicas=[3, 4], leader=3, log_dirs=[SSD, HDD])      # two replica moves, new leader
     rows[1].update(replicas=[1, 3], leader=1, log_dirs=[SSD, SSD])      # one move, leader 2 -> 1
     rows[2].update(log_dirs=[HDD, SSD])                                 # broker 1: SSD -> HDD
-    snapshot = read_snapshot(spark, tmp_path / "snap")
-    try:
-        before = report.evaluate(snapshot.partitions, snapshot, PlannerOptions(), 10_000_000)
-        after_frame = spark.createDataFrame(list(rows.values()), schema("partitions"))
-        after = report.evaluate(after_frame, snapshot, PlannerOptions(), 10_000_000)
-        count = report.write_plan_files(after_frame, snapshot, tmp_path)
-    finally:
-        snapshot.unpersist()
+    after_frame = spark.createDataFrame(list(rows.values()), schema("partitions"))
+    before, after = report.evaluate_states([snapshot.partitions, after_frame], snapshot, PlannerOptions(),
+                                           10_000_000)
+    # one at a time gives the same figures
+    assert report.evaluate(after_frame, snapshot, PlannerOptions(), 10_000_000) == after
+    count = report.write_plan_files(after_frame, snapshot, tmp_path)
 
     # Before: SSDs of brokers 1 and 2 at 90 GB of 100, 3 and 4 empty; 9 replicas each on 1 and 2.
     assert before["resources"]["disk_utilization_ssd"] == pytest.approx(
