@@ -295,23 +295,20 @@ def encode_multi(ops: list[ZkOp], check_version: int, chroot: str = "", acl=OPEN
         if kind not in _OP_TYPES:
             raise TypeError(f"not a ZooKeeper op: {op!r}")
         path = _chrooted(root, op.path).encode()
-        if kind is SetData:
-            append(pack_op(OP_SET_DATA, False, -1, len(path)))
+        if kind is not Delete:
+            # setData and create both start with the path and the data (a
+            # length of -1 for none).
+            append(pack_op(OP_SET_DATA if kind is SetData else OP_CREATE, False, -1, len(path)))
             append(path)
             data = op.data
             append(b"\xff\xff\xff\xff" if data is None else pack_int(len(data)))
             if data:
                 append(data)
-            append(pack_int(op.version))
-        elif kind is Create:
-            append(pack_op(OP_CREATE, False, -1, len(path)))
-            append(path)
-            data = op.data
-            append(b"\xff\xff\xff\xff" if data is None else pack_int(len(data)))
-            if data:
-                append(data)
-            append(acl_bytes)
-            append(pack_int(FLAG_SEQUENTIAL if op.sequential else 0))
+            if kind is SetData:
+                append(pack_int(op.version))
+            else:
+                append(acl_bytes)
+                append(pack_int(FLAG_SEQUENTIAL if op.sequential else 0))
         else:
             append(pack_op(OP_DELETE, False, -1, len(path)))
             append(path)

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.protocol.framing import FrameError
+from kafkactl.cluster.protocol.framing import FrameError, encode_unsigned_varint
 
 FETCH_API_KEY = 1
 VERSION = 12
@@ -218,14 +218,8 @@ def encode_fetch_response(correlation_id: int, error_code: int, session_id: int,
 
 
 def _uvarint_bytes(value: int) -> bytes:
-    if value < 0x80:
-        return _SMALL_UVARINTS[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    # Counts and lengths below 128 are most of them: one lookup, no encoding.
+    return _SMALL_UVARINTS[value] if value < 0x80 else encode_unsigned_varint(value)
 
 
 _SMALL_UVARINTS = [bytes([value]) for value in range(0x80)]
