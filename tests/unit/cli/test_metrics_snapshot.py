@@ -211,18 +211,24 @@ def test_metrics_port_is_used_on_each_brokers_registered_host(fake_zookeeper, ht
     assert json.loads(capsys.readouterr().out)["metrics_endpoints"] == {"1": f"http://127.0.0.1:{ports[1]}/metrics"}
 
 
-def test_the_local_cluster_of_the_current_context_gives_the_metrics_ports(
-        fake_zookeeper, two_brokers, tmp_path, capsys):
+def local_cluster_context(tmp_path, two_brokers, zookeeper):
+    """A local cluster dir whose brokers 1 and 2 serve metrics on the given
+    ports, made the current context's cluster for `zookeeper`."""
     cluster_dir = tmp_path / "cluster"
     cluster_dir.mkdir()
     spec = state.new_spec(state.Layout(cluster_dir), "127.0.0.1", 2, [1, 2, 3], {},
                           metrics_ports=[two_brokers[1], two_brokers[2]])
     state.save(state.Layout(cluster_dir), spec)
-    config = {"current_context": "local", "contexts": {"local": {"zookeeper": "fake:2181",
+    config = {"current_context": "local", "contexts": {"local": {"zookeeper": zookeeper,
                                                                   "cluster_dir": str(cluster_dir)}}}
     config_path = tmp_path / "home" / "config.json"
     config_path.parent.mkdir(parents=True)
     config_path.write_text(json.dumps(config))
+
+
+def test_the_local_cluster_of_the_current_context_gives_the_metrics_ports(
+        fake_zookeeper, two_brokers, tmp_path, capsys):
+    local_cluster_context(tmp_path, two_brokers, "fake:2181")
     assert main(["metrics", "snapshot", "--out", str(tmp_path / "s"), *CAPACITY_OPTIONS, "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics_endpoints"] == {
         "1": f"http://127.0.0.1:{two_brokers[1]}/metrics", "2": f"http://127.0.0.1:{two_brokers[2]}/metrics"}
@@ -230,15 +236,6 @@ def test_the_local_cluster_of_the_current_context_gives_the_metrics_ports(
 
 def test_a_context_for_another_zookeeper_is_not_taken_for_the_cluster(
         fake_zookeeper, two_brokers, tmp_path, capsys):
-    cluster_dir = tmp_path / "cluster"
-    cluster_dir.mkdir()
-    spec = state.new_spec(state.Layout(cluster_dir), "127.0.0.1", 2, [1, 2, 3], {},
-                          metrics_ports=[two_brokers[1], two_brokers[2]])
-    state.save(state.Layout(cluster_dir), spec)
-    config = {"current_context": "local", "contexts": {"local": {"zookeeper": "elsewhere:2181",
-                                                                  "cluster_dir": str(cluster_dir)}}}
-    config_path = tmp_path / "home" / "config.json"
-    config_path.parent.mkdir(parents=True)
-    config_path.write_text(json.dumps(config))
+    local_cluster_context(tmp_path, two_brokers, "elsewhere:2181")
     assert main(["metrics", "snapshot", "--out", str(tmp_path / "s"), *CAPACITY_OPTIONS]) == 2
     assert "no metrics endpoint for broker 1" in capsys.readouterr().err
