@@ -24,6 +24,7 @@ from kafkactl.cluster.broker.handlers import (
     produce,
 )
 from kafkactl.cluster.broker.handlers import control as control_handlers
+from kafkactl.cluster.broker.deferred import DeferredResponse
 from kafkactl.cluster.protocol import apis, control
 from kafkactl.cluster.protocol.codec import SplicedResponse, decode_request, encode_response
 from kafkactl.cluster.protocol.framing import FrameError, peek_api
@@ -58,8 +59,9 @@ class Dispatcher:
         self.services = services
         self.requests = services.metrics.requests
 
-    def dispatch(self, frame: bytes) -> bytes | SplicedResponse | None:
-        """The response to send, or None for none; FrameError closes the connection.
+    def dispatch(self, frame: bytes) -> bytes | SplicedResponse | DeferredResponse | None:
+        """The response to send, None for none, or a DeferredResponse to
+        finish later; FrameError closes the connection.
 
         Counts the request and its latency under its API (services.metrics);
         one that raises counts as an error."""
@@ -67,12 +69,15 @@ class Dispatcher:
         api_key, api_version, correlation_id = peek_api(frame)
         stats = self.requests.stats(api_key)
         try:
-            return self._dispatch(frame, api_key, api_version, correlation_id)
+            response = self._dispatch(frame, api_key, api_version, correlation_id)
         except BaseException:
             stats.errors += 1
-            raise
-        finally:
             stats.observe(time.perf_counter() - started)
+            raise
+        if isinstance(response, produce.PendingCommit):
+            return DeferredResponse(response, correlation_id, stats, started)
+        stats.observe(time.perf_counter() - started)
+        return response
 
     def _dispatch(self, frame, api_key: int, api_version: int, correlation_id: int):
         if api_key == apis.API_VERSIONS and not apis.is_supported(api_key, api_version):
@@ -90,6 +95,6 @@ class Dispatcher:
             raise FrameError(f"unsupported api_key {api_key} version {api_version}")
         header, request = decode_request(frame, api_key, api_version)
         response = handler(self.services, header, request)
-        if response is None or isinstance(response, SplicedResponse):
+        if response is None or isinstance(response, (SplicedResponse, produce.PendingCommit)):
             return response
         return encode_response(response, correlation_id)

@@ -1,8 +1,15 @@
 """TCP front end: one thread per connection, bounded in number.
 
-Kafka clients keep few connections and pipeline on each; a request is
-answered before the next is read, which keeps per-connection ordering
-without queues. File regions go out with `socket.sendfile` (zero copy).
+Kafka clients keep few connections and pipeline on each. Requests are
+handled in the order they arrive and answered in that order. A request is
+answered before the next is read, with one exception: while acks=-1
+produce requests wait for their ISR, the connection goes on appending the
+produce requests that follow (up to PIPELINED_PRODUCE_MAX), and a second
+thread answers them in order. Apache Kafka reads nothing more from the
+connection until the answer is sent, which holds one producer connection to
+one replication round trip per request. Any other request waits until
+every earlier answer is sent, so it sees what they committed, as in Kafka.
+File regions go out with `socket.sendfile` (zero copy).
 """
 
 from __future__ import annotations
@@ -12,9 +19,11 @@ import os
 import select
 import socket
 import threading
+from collections import deque
 
+from kafkactl.cluster.broker.deferred import DeferredResponse
 from kafkactl.cluster.protocol.codec import SplicedResponse
-from kafkactl.cluster.protocol.framing import FrameError, check_frame_size
+from kafkactl.cluster.protocol.framing import FrameError, check_frame_size, peek_api
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +34,11 @@ SEND_TIMEOUT_S = 120.0
 # a larger frame gets a buffer of its own, so an idle connection never holds
 # more than this.
 REUSED_FRAME_BUFFER_MAX = 4 * 1024 * 1024
+# Produce requests of one connection appended while earlier ones still wait
+# for their ISR: Kafka's own producer keeps at most 5 requests in flight
+# (max.in.flight.requests.per.connection, the idempotent limit).
+PIPELINED_PRODUCE_MAX = 5
+PRODUCE_API_KEY = 0
 
 
 class ConnectionClosed(Exception):
@@ -80,12 +94,23 @@ class SocketServer:
     def _serve(self, connection: socket.socket, address) -> None:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         frames = FrameReader(connection, self.max_frame_bytes)
+        answers = None   # an AnswerQueue once a produce request is deferred
         try:
             while not self._stopping.is_set():
                 connection.settimeout(IDLE_TIMEOUT_S)
                 frame = frames.read()
+                if answers is not None and peek_api(frame)[0] != PRODUCE_API_KEY:
+                    answers.drain()
                 response = self.dispatcher.dispatch(frame)
-                if response is not None:
+                if isinstance(response, DeferredResponse):
+                    if answers is None:
+                        answers = AnswerQueue(connection, address)
+                    answers.put(response)
+                elif response is None:
+                    continue
+                elif answers is not None and answers.busy():
+                    answers.put(response)   # after the answers queued before it
+                else:
                     connection.settimeout(SEND_TIMEOUT_S)
                     _send(connection, response)
         except (ConnectionClosed, ConnectionError, socket.timeout):
@@ -97,9 +122,90 @@ class SocketServer:
         except Exception:
             log.exception("closing connection from %s after an internal error", address)
         finally:
+            if answers is not None:
+                answers.close()
             with self._lock:
                 self._connections.discard(connection)
             connection.close()
+
+
+class AnswerQueue:
+    """The answers of one connection not yet sent, in request order, and the
+    thread that sends them: a DeferredResponse is finished (waits for its ISR)
+    first. Bounded: `put` blocks while PIPELINED_PRODUCE_MAX are queued, so a
+    producer that sends faster than its requests commit stops being read.
+
+    Only this thread sends while anything is queued; the connection's own
+    thread sends again once `busy()` is false. Its sends run under whichever
+    timeout the connection's thread last set (idle or send), both bounded."""
+
+    def __init__(self, connection: socket.socket, address) -> None:
+        self._connection = connection
+        self._address = address
+        self._queue: deque = deque()
+        self._changed = threading.Condition()
+        self._closed = False
+        self._failed = False
+        self._thread = threading.Thread(target=self._run, name=f"answers-{address[1]}", daemon=True)
+        self._thread.start()
+
+    def busy(self) -> bool:
+        """Answers queued or being sent (while so, only this queue sends)."""
+        with self._changed:
+            return bool(self._queue)
+
+    def put(self, response) -> None:
+        with self._changed:
+            while len(self._queue) >= PIPELINED_PRODUCE_MAX and not self._failed:
+                self._changed.wait()
+            if self._failed:
+                raise ConnectionClosed()
+            self._queue.append(response)
+            self._changed.notify_all()
+
+    def drain(self) -> None:
+        """Wait until every queued answer is sent."""
+        with self._changed:
+            while self._queue and not self._failed:
+                self._changed.wait()
+            if self._failed:
+                raise ConnectionClosed()
+
+    def close(self) -> None:
+        """The connection is ending: answers not yet sent are dropped."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._queue and not self._closed:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                response = self._queue[0]
+            try:
+                if isinstance(response, DeferredResponse):
+                    response = response.finish()
+                _send(self._connection, response)
+            except Exception as error:
+                self._fail(error)
+                return
+            with self._changed:
+                self._queue.popleft()
+                self._changed.notify_all()
+
+    def _fail(self, error: Exception) -> None:
+        if not isinstance(error, (ConnectionError, socket.timeout, OSError)):
+            log.exception("closing connection from %s after an internal error", self._address)
+        with self._changed:
+            self._failed = True
+            self._changed.notify_all()
+        try:   # wakes the connection's thread out of its read
+            self._connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 class FrameReader:

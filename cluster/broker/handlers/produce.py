@@ -3,6 +3,12 @@
 Record bytes are never parsed record by record: each batch's header and
 CRC are checked, offsets and the leader epoch are written in place, and the
 bytes go to the segment file as received.
+
+An acks=-1 request is answered in two steps: `handle` appends and returns a
+`PendingCommit`; its `answer` waits until the ISR has every batch. The
+connection may append its next produce request in between (network.py),
+so one producer connection is not held to one replication round trip per
+request; its answers still go out in request order.
 """
 
 from __future__ import annotations
@@ -33,10 +39,35 @@ def handle(services, header, request):
                 if result.error == ErrorCode.none:   # bytes in: appended as leader (Kafka's BytesInPerSec)
                     meters.add_bytes_in(topic.name, partition.index, len(partition.records))
     if acks == -1:
-        _await_commit(services, results, request.timeout)
+        return PendingCommit(services, results, request.timeout, header.api_version)
     if acks == 0:
         return None  # the protocol sends no response; errors surface via metadata
     return _response(header.api_version, results)
+
+
+class PendingCommit:
+    """An acks=-1 produce request whose batches are appended (or refused).
+
+    Holds only the append results: the request's record views belong to the
+    connection's receive buffer, which its next request reuses."""
+
+    __slots__ = ("_services", "_results", "_deadline", "_api_version")
+
+    def __init__(self, services, results, timeout: datetime.timedelta, api_version: int) -> None:
+        self._services = services
+        self._results = results
+        # The request's timeout runs from its arrival, as Kafka's delayed produce does.
+        self._deadline = time.monotonic() + max(timeout.total_seconds(), 0)
+        self._api_version = api_version
+
+    def answer(self):
+        """Wait until every ISR member has each appended batch (or the timeout); the response."""
+        for (topic, index), result in self._results.items():
+            if result.error != ErrorCode.none:
+                continue
+            result.error = self._services.replica_manager.await_commit(
+                topic, index, result.last_offset, self._deadline, result.leader_epoch)
+        return _response(self._api_version, self._results)
 
 
 def _append(services, topic: str, index: int, records, acks: int) -> AppendResult:
@@ -51,16 +82,6 @@ def _append(services, topic: str, index: int, records, acks: int) -> AppendResul
     # `records` is a read-only view of the request frame (no copy): the log
     # writes it before this returns and keeps nothing of it.
     return replica_manager.append(topic, index, records, acks)
-
-
-def _await_commit(services, results, timeout: datetime.timedelta) -> None:
-    """acks=-1: wait until every ISR member has each batch, or time out."""
-    deadline = time.monotonic() + max(timeout.total_seconds(), 0)
-    for (topic, index), result in results.items():
-        if result.error != ErrorCode.none:
-            continue
-        result.error = services.replica_manager.await_commit(
-            topic, index, result.last_offset, deadline, result.leader_epoch)
 
 
 def _response(version: int, results):

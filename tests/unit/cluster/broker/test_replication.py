@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.broker_client import decode_response, encode_request
 from kafkactl.cluster.broker.config import from_properties
+from kafkactl.cluster.broker.deferred import DeferredResponse
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.handlers.services import BrokerServices
@@ -104,6 +105,8 @@ class LoopbackClient:
         self.correlation_id += 1
         frame = encode_request(request, self.correlation_id, "loopback")[4:]
         answer = self.dispatcher.dispatch(frame)
+        if isinstance(answer, DeferredResponse):
+            answer = answer.finish()
         if isinstance(answer, SplicedResponse):
             answer = b"".join(p if isinstance(p, (bytes, bytearray)) else p.read_bytes() for p in answer.parts)
         cls = response_cls or response_class(request.__api_key__, request.__version__)

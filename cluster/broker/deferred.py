@@ -1,0 +1,35 @@
+"""A response that is decided later than its request was handled.
+
+Kept apart from the dispatcher, which builds them, so that the network
+layer, which sends them, need not import every handler.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kafkactl.cluster.protocol.codec import encode_response
+
+
+class DeferredResponse:
+    """A request that is handled but not yet answerable: an acks=-1 produce
+    whose batches wait for the ISR. `finish` blocks until they are in (or the
+    request times out) and returns the encoded response; the request's
+    latency is counted then."""
+
+    __slots__ = ("_pending", "_correlation_id", "_stats", "_started")
+
+    def __init__(self, pending, correlation_id: int, stats, started: float) -> None:
+        self._pending = pending
+        self._correlation_id = correlation_id
+        self._stats = stats
+        self._started = started
+
+    def finish(self) -> bytes:
+        try:
+            return encode_response(self._pending.answer(), self._correlation_id)
+        except BaseException:
+            self._stats.errors += 1
+            raise
+        finally:
+            self._stats.observe(time.perf_counter() - self._started)
