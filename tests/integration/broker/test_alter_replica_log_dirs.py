@@ -10,12 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from broker_support import kafka_python_consume, kafkactl_up, unique_topic, wait_until, watermarks
+from broker_support import (BackgroundProducer, kafka_python_consume, kafkactl_up, unique_topic, wait_until,
+                            watermarks)
 
 from kafkactl.cluster.admin import broker_queries as bq
 
@@ -27,58 +27,15 @@ KAFKACTL = Path(sys.executable).parent / "kafkactl"
 MOVE_RATE_BYTES_PER_S = 500_000
 
 
-class Producer:
-    """confluent-kafka, acks=all, idempotent, partition 0; keeps what was acknowledged."""
+def stream_value(index: int) -> bytes:
+    return b"message-%08d-" % index + b"y" * (100 + index % 100)
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from confluent_kafka import Producer as Confluent
 
-        self.topic = topic
-        self.producer = Confluent({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                   "linger.ms": 5, "message.timeout.ms": 90000, "reconnect.backoff.max.ms": 200})
-        self.lock = threading.Lock()
-        self.acknowledged: dict[int, int] = {}
-        self.errors: list[str] = []
-        self.sent = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def value(index: int) -> bytes:
-        return b"message-%08d-" % index + b"y" * (100 + index % 100)
-
-    def _delivered(self, index: int, error, message) -> None:
-        with self.lock:
-            if error is not None:
-                self.errors.append(f"{index}: {error}")
-            else:
-                self.acknowledged[index] = message.offset()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            index = self.sent
-            try:
-                self.producer.produce(self.topic, value=self.value(index), partition=0,
-                                      on_delivery=lambda e, m, i=index: self._delivered(i, e, m))
-            except BufferError:
-                self.producer.poll(0.05)
-                continue
-            self.sent += 1
-            self.producer.poll(0)
-            if self.sent % 100 == 0:
-                time.sleep(0.1)      # at most 1000 messages (about 200 kB) a second
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def acked(self) -> int:
-        with self.lock:
-            return len(self.acknowledged)
-
-    def stop(self, timeout_s: float = 90) -> int:
-        self._stop.set()
-        self._thread.join(10)
-        return self.producer.flush(timeout_s)
+def start_producer(bootstrap: str, topic: str) -> BackgroundProducer:
+    # At most 1000 messages (about 200 kB) a second.
+    producer = BackgroundProducer(bootstrap, topic, stream_value, linger_ms=5, burst=100, pause_s=0.1)
+    producer.start()
+    return producer
 
 
 def placement(status, topic: str) -> tuple[list[str], list[str]]:
@@ -101,7 +58,7 @@ def alter(bootstrap: str, topic: str, path: str):
         admin.close()
 
 
-def check_every_acknowledged_message(bootstrap: str, topic: str, producer: Producer) -> None:
+def check_every_acknowledged_message(bootstrap: str, topic: str, producer: BackgroundProducer) -> None:
     earliest, latest = watermarks(bootstrap, topic)
     assert earliest == 0
     records = kafka_python_consume(bootstrap, topic, latest, timeout_s=60)
@@ -125,19 +82,18 @@ def test_a_partition_moves_from_ssd_to_hdd_under_acks_all_load(start_cluster, tm
     cluster, status, ssd, hdd = start_moving_cluster(start_cluster)
     bootstrap = status.bootstrap_servers
     topic = unique_topic("move")
-    producer = Producer(bootstrap, topic)
-    producer.start()
+    producer = start_producer(bootstrap, topic)
     try:
-        wait_until(lambda: producer.acked() >= 6000, 60, what="6000 acknowledgements")
+        wait_until(lambda: producer.acked_count() >= 6000, 60, what="6000 acknowledgements")
         assert placement(status, topic) == ([ssd], [])
         assert alter(bootstrap, topic, hdd) == {(topic, 0, 1): NoError}
         current, future = placement(status, topic)
         assert current == [ssd] and future == [hdd], "the copy should still be running"
         wait_until(lambda: placement(status, topic) == ([hdd], []), 90, interval_s=0.5, what="the move")
-        moved_at = producer.acked()
-        wait_until(lambda: producer.acked() >= moved_at + 1000, 60, what="acknowledgements after the swap")
+        moved_at = producer.acked_count()
+        wait_until(lambda: producer.acked_count() >= moved_at + 1000, 60, what="acknowledgements after the swap")
     finally:
-        remaining = producer.stop()
+        remaining = producer.stop_and_flush()
     assert remaining == 0 and producer.errors == [], producer.errors[:5]
     check_every_acknowledged_message(bootstrap, topic, producer)
     assert (Path(hdd) / f"{topic}-0").is_dir() and not (Path(ssd) / f"{topic}-0").exists()
@@ -156,22 +112,21 @@ def test_a_kill_9_during_the_move_loses_no_acknowledged_message(start_cluster, t
     cluster, status, ssd, hdd = start_moving_cluster(start_cluster)
     bootstrap = status.bootstrap_servers
     topic = unique_topic("killmove")
-    producer = Producer(bootstrap, topic)
-    producer.start()
+    producer = start_producer(bootstrap, topic)
     try:
-        wait_until(lambda: producer.acked() >= 12000, 90, what="12000 acknowledgements")
+        wait_until(lambda: producer.acked_count() >= 12000, 90, what="12000 acknowledgements")
         alter(bootstrap, topic, hdd)
         wait_until(lambda: any(n.endswith("-future") for n in os.listdir(hdd)), 10, what="a future log")
         time.sleep(1.0)          # part of the way: about 1 MB of well over 2 MB
         assert placement(status, topic)[1] == [hdd]
         cluster.kill_broker(1)
-        acked_at_kill = producer.acked()
+        acked_at_kill = producer.acked_count()
         restarted = kafkactl_up(cluster.root, tmp_path / "home")
         assert restarted["brokers"][0]["alive"]
         # The move resumes from the copy on disk and finishes.
         wait_until(lambda: placement(status, topic) == ([hdd], []), 120, interval_s=0.5, what="the resumed move")
-        wait_until(lambda: producer.acked() >= acked_at_kill + 1000, 90, what="acknowledgements after restart")
+        wait_until(lambda: producer.acked_count() >= acked_at_kill + 1000, 90, what="acknowledgements after restart")
     finally:
-        remaining = producer.stop()
+        remaining = producer.stop_and_flush()
     assert remaining == 0 and producer.errors == [], producer.errors[:5]
     check_every_acknowledged_message(bootstrap, topic, producer)

@@ -10,11 +10,10 @@ CRCs never see a broken batch, and new writes continue where the log ends.
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
-from broker_support import (confluent_consume, kafka_python_consume, kafkactl_up, log_tail,
+from broker_support import (BackgroundProducer, confluent_consume, kafka_python_consume, kafkactl_up, log_tail,
                             partition_dir, read_batches, segment_files, stored_batches,
                             unique_topic, wait_for_leaders, wait_until, watermarks)
 
@@ -31,61 +30,8 @@ def _produce_one(bootstrap: str, topic: str, value: bytes) -> int:
         producer.close()
 
 
-class _BackgroundProducer:
-    """confluent-kafka, acks=all, idempotent; records acknowledged (index, offset)."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from confluent_kafka import Producer
-
-        self.topic = topic
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "linger.ms": 2, "message.timeout.ms": 90000, "reconnect.backoff.max.ms": 200,
-        })
-        self.lock = threading.Lock()
-        self.acknowledged: dict[int, int] = {}
-        self.errors: list[str] = []
-        self.sent = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
-
-    @staticmethod
-    def value(index: int) -> bytes:
-        return b"message-%08d-" % index + b"x" * (index % 200)
-
-    def _on_delivery(self, index: int, error, message) -> None:
-        with self.lock:
-            if error is not None:
-                self.errors.append(f"{index}: {error}")
-            else:
-                self.acknowledged[index] = message.offset()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            index = self.sent
-            try:
-                self.producer.produce(
-                    self.topic, value=self.value(index), key=b"%d" % index, partition=0,
-                    on_delivery=lambda error, message, i=index: self._on_delivery(i, error, message))
-            except BufferError:
-                self.producer.poll(0.05)
-                continue
-            self.sent += 1
-            self.producer.poll(0)
-            if self.sent % 200 == 0:
-                time.sleep(0.005)  # keep a steady stream rather than one burst
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def acked_count(self) -> int:
-        with self.lock:
-            return len(self.acknowledged)
-
-    def stop_and_flush(self, timeout_s: float) -> int:
-        self._stop.set()
-        self._thread.join(10)
-        return self.producer.flush(timeout_s)
+def _stream_value(index: int) -> bytes:
+    return b"message-%08d-" % index + b"x" * (index % 200)
 
 
 def test_acknowledged_messages_survive_kill_9_and_restart_by_cli(start_cluster, tmp_path):
@@ -93,7 +39,8 @@ def test_acknowledged_messages_survive_kill_9_and_restart_by_cli(start_cluster, 
     bootstrap = status.bootstrap_servers
     topic = unique_topic("crash")
     _produce_one(bootstrap, topic, b"first")  # the topic exists before the stream starts
-    producer = _BackgroundProducer(bootstrap, topic)
+    producer = BackgroundProducer(bootstrap, topic, _stream_value, linger_ms=2, burst=200, pause_s=0.005,
+                                  keyed=True)
     producer.start()
     try:
         wait_until(lambda: producer.acked_count() >= 5000, 60, what="5000 acknowledgements")
