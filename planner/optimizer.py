@@ -256,7 +256,7 @@ class _Model:
             log.info("goal %s round %d: %s in %.1f s (so far %d moves, %d bytes, %d leader changes)",
                      goal.name, round_number + 1, acted, time.monotonic() - started,
                      self.cluster.moves, self.cluster.bytes_moved, self.cluster.leader_changes)
-            if not acted:
+            if not acted and not goal.stuck(self.cluster):
                 return round_number + 1
         log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
         return limit

@@ -361,6 +361,11 @@ class Goal:
     def landed(self, cluster: Cluster, broker_ids: Iterable[int]) -> None:
         """Loads of these brokers changed (refresh queues)."""
 
+    def stuck(self, cluster: Cluster) -> bool:
+        """A round placed nothing: True if the goal changed its aim and wants
+        more rounds (e.g. new targets)."""
+        return False
+
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         """A lower goal's move keeps this goal within its tolerance."""
         return True

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .base import (HOT_BUDGET_SHARE, Cluster, Goal, Replica, Selection, queues_by_media,
                    same_broker_first)
-from .disk import fill_level
+from .disk import fill_level, rack_volumes, set_media_targets
 
 
 def heat(size_bytes: int, bytes_in_per_s: float, bytes_out_per_s: float) -> float:
@@ -59,19 +59,9 @@ class HotOnSsd(Goal):
         if not self.active:
             return
         threshold = cluster.options.capacity_threshold
-        for rack in sorted({cluster.group(d)[0] for d in cluster.dirs.values()}, key=str):
-            dirs = [d for d in cluster.dirs.values() if cluster.group(d)[0] == rack]
-            eligible = [d for d in dirs if cluster.brokers[d.broker_id].eligible]
-            ssd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "ssd")
-            hdd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "hdd")
-            if not ssd_capacity or not hdd_capacity:
-                continue
-            total = sum(d.size_bytes for d in dirs)
-            ssd = ssd_volume_bytes(sum(d.hot_bytes for d in dirs),
-                                   sum(d.size_bytes for d in dirs if d.media == "ssd"),
-                                   int(ssd_capacity * threshold))
-            cluster.util_target[(rack, "ssd")] = ssd / ssd_capacity
-            cluster.util_target[(rack, "hdd")] = (total - ssd) / hdd_capacity
+        groups = rack_volumes(cluster)
+        set_media_targets(cluster, groups, [
+            ssd_volume_bytes(g.hot, g.ssd, int(g.ssd_capacity * threshold)) for g in groups])
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         if not self.active:
