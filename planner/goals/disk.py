@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import Cluster, Dir, Goal, Replica, Selection, queues_by_media, same_broker_first
+from .network import in_target
 
 
 def fill_level(cluster: Cluster, d: Dir) -> float:
@@ -174,11 +175,28 @@ class Disk(Goal):
             largest.update({i: room for i in found})
         if not excess:
             return []
-        return [Selection("disk", "dir_id", excess, "size_bytes", ("size_bytes DESC",),
+        return [Selection("disk", "dir_id", excess, "size_bytes", self._order(cluster),
                           largest=largest)]
 
+    def _order(self, cluster: Cluster) -> tuple[str, ...]:
+        """Largest first (fewest moves), except that a broker above its
+        inbound target sheds its replicas with the most inbound first: the
+        bytes the disk needs moved anyway then also even network in."""
+        over = [b.broker_id for b in cluster.eligible_brokers()
+                if b.bytes_in > in_target(cluster, b)]
+        if not over:
+            return ("size_bytes DESC",)
+        return (f"CASE WHEN broker_id IN ({', '.join(map(str, over))}) THEN bytes_in ELSE 0 END DESC",
+                "size_bytes DESC")
+
     def start_round(self, cluster: Cluster) -> None:
-        self.queues = queues_by_media(cluster, lambda d: (cluster.utilization(d), d.dir_id))
+        targets = {b.broker_id: in_target(cluster, b) for b in cluster.eligible_brokers()}
+
+        def key(d):
+            # brokers above their inbound target last: disk balance is the same
+            b = cluster.brokers[d.broker_id]
+            return (b.bytes_in > targets.get(b.broker_id, 0.0), cluster.utilization(d), d.dir_id)
+        self.queues = queues_by_media(cluster, key)
 
     def choose(self, cluster, rep, selection, accept):
         media = cluster.dirs[rep.dir_id].media

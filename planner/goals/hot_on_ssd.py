@@ -16,9 +16,10 @@ replicas cross to another broker's SSD.
 
 from __future__ import annotations
 
-from .base import (HOT_BUDGET_SHARE, Cluster, Goal, Replica, Selection, queues_by_media,
-                   same_broker_first)
+from .base import (HOT_BUDGET_SHARE, NETWORK_TOLERANCE, Cluster, DestinationQueue, Goal, Replica,
+                   Selection, queues_by_media, ratio, same_broker_first)
 from .disk import fill_level, rack_volumes, set_media_targets
+from .network import in_target
 
 
 def heat(size_bytes: int, bytes_in_per_s: float, bytes_out_per_s: float) -> float:
@@ -95,6 +96,13 @@ class HotOnSsd(Goal):
 
     def start_round(self, cluster: Cluster) -> None:
         self.queues = queues_by_media(cluster, lambda d: (cluster.utilization(d), d.dir_id))
+        self.in_targets = {b.broker_id: in_target(cluster, b) for b in cluster.eligible_brokers()}
+
+        def inbound(d):
+            b = cluster.brokers[d.broker_id]
+            return (ratio(b.bytes_in, self.in_targets[b.broker_id]), cluster.utilization(d), d.dir_id)
+        ssd = [d.dir_id for d in cluster.eligible_dirs() if d.media == "ssd"]
+        self.cool = DestinationQueue(cluster, ssd, inbound)
 
     def choose(self, cluster, rep, selection, accept):
         evicting = selection.name == "hot_on_ssd:evict"
@@ -106,6 +114,18 @@ class HotOnSsd(Goal):
             limit = fill_level(cluster, d) + (d.hot_bytes if evicting else 0)
             return d.size_bytes + rep.size_bytes <= limit and accept(to_dir)
 
+        if not evicting and self._over(cluster, rep.broker_id):
+            # a hot replica carries much inbound for its bytes: from a broker
+            # above its inbound target, to the SSD of one under it, for the
+            # same bytes moved as to its own SSD
+            def cooler(to_dir):
+                b = cluster.brokers[cluster.dirs[to_dir].broker_id]
+                return (b.broker_id != rep.broker_id and not self._over(cluster, b.broker_id, rep.bytes_in)
+                        and room(to_dir))
+            chosen = self.cool.pick(cooler)
+            if chosen is not None:
+                return chosen
+
         for fits in (room, accept):           # balanced if possible, placed anyway
             local = same_broker_first(cluster, rep, media, fits)
             if local is not None:
@@ -115,9 +135,14 @@ class HotOnSsd(Goal):
                 return chosen
         return None
 
+    def _over(self, cluster: Cluster, broker_id: int, adding: int = 0) -> bool:
+        b = cluster.brokers[broker_id]
+        return b.bytes_in + adding > self.in_targets.get(broker_id, 0.0) * (1 + NETWORK_TOLERANCE / 2)
+
     def landed(self, cluster, broker_ids):
         for queue in self.queues.values():
             queue.touch(broker_ids)
+        self.cool.touch(broker_ids)
 
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         """A hot replica never leaves SSD (cold ones may use SSD room the
