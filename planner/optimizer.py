@@ -266,8 +266,8 @@ class _Model:
         goal.start_round(cluster)
         touched, moves, leads = set(), [], []
         for selection in selections:
-            if selection.pool:
-                goal.offer(cluster, [rep for _, rep in self.select(selection)])
+            if selection.pool:               # selected when the goal first asks for it
+                goal.offer(cluster, lambda s=selection: [rep for _, rep in self.select(s)])
                 continue
             remaining = dict(selection.excess)
             for source, rep in self.select(selection):

@@ -389,8 +389,12 @@ class Goal:
         more rounds (e.g. new targets)."""
         return False
 
-    def offer(self, cluster: Cluster, candidates: list[Replica]) -> None:
-        """The candidates of a `pool` selection: partners for swaps this round."""
+    def offer(self, cluster: Cluster, candidates: Callable[[], list[Replica]]) -> None:
+        """The candidates of a `pool` selection, partners for swaps this
+        round: a Spark job run on the first call (a round that places every
+        candidate without a swap does not pay for it). They are the state at
+        the start of the round: those of a partition changed since are
+        skipped."""
 
     def choose_swap(self, cluster: Cluster, rep: Replica, selection: Selection,
                     accept: Callable[[Replica], bool]) -> Replica | None:

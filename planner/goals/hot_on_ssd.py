@@ -50,6 +50,27 @@ def ssd_volume_bytes(hot_bytes: int, ssd_bytes: int, ssd_allowed_bytes: int) -> 
     return max(hot_bytes, min(ssd_bytes, ssd_allowed_bytes))
 
 
+def shed_to_level(movable: list[int], sizes: list[int], targets: list[float],
+                  excess: float) -> list[int]:
+    """Bytes each dir gives so that together they give `excess`: the dirs
+    fullest over their target first, all down to one level x target (water
+    filling), none more than its movable bytes."""
+    if excess <= 0 or not sizes:
+        return [0] * len(sizes)
+
+    def given(level):
+        return [min(m, max(0, int(s - level * t))) for m, s, t in zip(movable, sizes, targets)]
+
+    low, high = 0.0, max((s / t for s, t in zip(sizes, targets) if t > 0), default=0.0)
+    for _ in range(50):
+        middle = (low + high) / 2
+        if sum(given(middle)) >= excess:
+            low = middle
+        else:
+            high = middle
+    return given(low)
+
+
 class HotOnSsd(Goal):
     name = "hot_on_ssd"
 
@@ -79,19 +100,21 @@ class HotOnSsd(Goal):
                                        ("heat DESC",), where="media = 'hdd' AND hot", fit=False)]
 
     def _evictions(self, cluster: Cluster) -> dict[int, int]:
-        """Per SSD dir, the cold bytes to push off so that the hot bytes on
-        its broker's HDD dirs fit under its fill level."""
+        """Per SSD dir, the cold bytes to push off: per group, what the SSD
+        dirs hold plus the hot bytes still on HDD, less the SSD targets,
+        taken from the SSD dirs fullest over their target first (down to a
+        common level): the hot replicas then fill the dirs under target, and
+        the bytes an over-full SSD must shed anyway make the room."""
         evict = {}
-        for b in cluster.eligible_brokers():
-            dirs = [cluster.dirs[i] for i in b.dir_ids]
+        for group in sorted({cluster.group(d)[0] for d in cluster.eligible_dirs()}, key=str):
+            dirs = [d for d in cluster.eligible_dirs() if cluster.group(d)[0] == group]
             ssd = [d for d in dirs if d.media == "ssd"]
             inflow = sum(d.hot_bytes for d in dirs if d.media == "hdd")
-            capacity = sum(d.capacity_bytes for d in ssd)
-            for d in ssd:
-                share = inflow * d.capacity_bytes / capacity
-                over = int(min(share, d.size_bytes + share - fill_level(cluster, d)))
-                if over > 0:
-                    evict[d.dir_id] = over
+            targets = [cluster.dir_target(d) for d in ssd]
+            excess = sum(d.size_bytes for d in ssd) + inflow - sum(targets)
+            shed = shed_to_level([d.size_bytes - d.hot_bytes for d in ssd],
+                                 [d.size_bytes for d in ssd], targets, excess)
+            evict.update({d.dir_id: v for d, v in zip(ssd, shed) if v > 0})
         return evict
 
     def start_round(self, cluster: Cluster) -> None:
@@ -126,13 +149,24 @@ class HotOnSsd(Goal):
             if chosen is not None:
                 return chosen
 
+        def own(to_dir):
+            # the own broker's dir first (no network) while it stays under
+            # its target (counting the hot bytes an HDD dir gives away);
+            # above it, the bytes would only move again
+            d = cluster.dirs[to_dir]
+            after = d.size_bytes + rep.size_bytes - (d.hot_bytes if evicting else 0)
+            return after <= cluster.dir_target(d) and room(to_dir)
+
+        local = same_broker_first(cluster, rep, media, own)
+        if local is not None:
+            return local
         for fits in (room, accept):           # balanced if possible, placed anyway
             local = same_broker_first(cluster, rep, media, fits)
-            if local is not None:
-                return local
             chosen = self.queues[media].pick(fits) if media in self.queues else None
             if chosen is not None:
                 return chosen
+            if local is not None:
+                return local
         return None
 
     def _over(self, cluster: Cluster, broker_id: int, adding: int = 0) -> bool:

@@ -78,12 +78,18 @@ class Network(Goal):
                                         ("bytes_in / greatest(size_bytes, 1) DESC",)))
         return selections
 
-    def offer(self, cluster: Cluster, candidates: list[Replica]) -> None:
-        self.pool = SwapPool(cluster, candidates)
+    def start_round(self, cluster: Cluster) -> None:
+        self.offered, self.pool = None, None
+        self._queues(cluster)
+
+    def offer(self, cluster: Cluster, candidates) -> None:
+        self.offered = candidates
 
     def choose_swap(self, cluster, rep, selection, accept):
-        if selection.name != "network:in" or not getattr(self, "pool", None):
+        if selection.name != "network:in" or self.offered is None:
             return None
+        if self.pool is None:
+            self.pool = SwapPool(cluster, self.offered())
         limit = 1 + NETWORK_TOLERANCE / 2
 
         def gains(partner: Replica) -> bool:
@@ -92,7 +98,7 @@ class Network(Goal):
         return self.pool.take(cluster, rep, lambda p: gains(p) and accept(p),
                               lambda b: ratio(cluster.brokers[b].bytes_in, self.in_targets[b]))
 
-    def start_round(self, cluster: Cluster) -> None:
+    def _queues(self, cluster: Cluster) -> None:
         def key(d):
             b = cluster.brokers[d.broker_id]
             return (ratio(b.bytes_in, self.in_targets[b.broker_id]), cluster.utilization(d), d.dir_id)
