@@ -6,12 +6,17 @@ at most HOT_BUDGET_SHARE of what the SSD dirs may hold (capacity x
 capacity_threshold); the optimizer marks it once, as a Spark job.
 
 Every replica of a hot partition should sit on an SSD dir. The SSD class
-keeps its current volume (unless the hot set alone is larger), so each hot
-byte moved onto an SSD pushes the coldest non-hot bytes off it: per broker,
-hot replicas go from its HDD dirs to its own SSD dir, and the SSD's coldest
-replicas go to its HDD dirs - moves inside one broker, no network, nothing
-changes at broker level. Only when a broker's SSD cannot take them do hot
-replicas cross to another broker's SSD.
+keeps its current volume (unless the hot set alone is larger), spread over
+the racks so that every rack's SSD dirs fill alike (disk.ssd_volumes); so
+each hot byte moved onto an SSD pushes the coldest non-hot bytes off one.
+Per group, the SSD dirs fullest over their target give those cold bytes
+(down to one common level: what an over-full SSD must shed anyway makes the
+room), to HDD dirs; the hot replicas fill the SSD dirs under their target.
+Both prefer their own broker (a move between dirs crosses no network) while
+the dir there stays under its target. A hot replica of a broker above its
+inbound target goes to the SSD of a broker under it instead: hot replicas
+carry the most inbound per byte, so the bytes this goal moves anyway even
+network in.
 """
 
 from __future__ import annotations
