@@ -6,8 +6,7 @@ rack: a rack's bytes are then fixed; hot_on_ssd sets how much of a rack's
 bytes its SSD dirs hold). Dirs above target x (1 + tolerance/2) shed their
 largest replicas that fit in the excess (fewest moves, no overshoot; from a
 broker above its inbound target, those with the most inbound first) to the
-least utilized dirs of the same class (brokers above their inbound target
-last), which are filled up to the same level: a move between dirs of one
+least utilized dirs of the same class, which are filled up to the same level: a move between dirs of one
 broker is tried first (no network). When every dir is under that level but
 some are far below target (e.g. added brokers), the dirs above target give
 up to what the low ones lack ("pull"). When no dir of the same class can
@@ -195,13 +194,7 @@ class Disk(Goal):
                 "size_bytes DESC")
 
     def start_round(self, cluster: Cluster) -> None:
-        targets = {b.broker_id: in_target(cluster, b) for b in cluster.eligible_brokers()}
-
-        def key(d):
-            # brokers above their inbound target last: disk balance is the same
-            b = cluster.brokers[d.broker_id]
-            return (b.bytes_in > targets.get(b.broker_id, 0.0), cluster.utilization(d), d.dir_id)
-        self.queues = queues_by_media(cluster, key)
+        self.queues = queues_by_media(cluster, lambda d: (cluster.utilization(d), d.dir_id))
 
     def choose(self, cluster, rep, selection, accept):
         media = cluster.dirs[rep.dir_id].media

@@ -11,7 +11,8 @@ to brokers under their target, within the disk goal's band. Where the band
 holds a replica back (its dir would fall below the band), it trades places
 with a cold replica (least inbound per byte) of about its size on a broker
 under its target: disk stays as it was, inbound moves (a swap; the cold
-replicas are collected per round as a pool, one more Spark job).
+replicas are collected as a pool by one more Spark job, run only in a round
+that needs a partner).
 """
 
 from __future__ import annotations
