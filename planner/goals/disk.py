@@ -4,8 +4,7 @@ Target of a dir: its media class's bytes over the class's eligible capacity,
 times its capacity (per rack when every partition has a replica in every
 rack: a rack's bytes are then fixed; hot_on_ssd sets how much of a rack's
 bytes its SSD dirs hold). Dirs above target x (1 + tolerance/2) shed their
-largest replicas that fit in the excess (fewest moves, no overshoot; from a
-broker above its inbound target, those with the most inbound first) to the
+largest replicas that fit in the excess (fewest moves, no overshoot) to the
 least utilized dirs of the same class, which are filled up to the same level: a move between dirs of one
 broker is tried first (no network). When every dir is under that level but
 some are far below target (e.g. added brokers), the dirs above target give
@@ -21,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import Cluster, Dir, Goal, Replica, Selection, queues_by_media, same_broker_first
-from .network import in_target
 
 
 def fill_level(cluster: Cluster, d: Dir) -> float:
@@ -179,19 +177,8 @@ class Disk(Goal):
             largest.update({i: room for i in found})
         if not excess:
             return []
-        return [Selection("disk", "dir_id", excess, "size_bytes", self._order(cluster),
+        return [Selection("disk", "dir_id", excess, "size_bytes", ("size_bytes DESC",),
                           largest=largest)]
-
-    def _order(self, cluster: Cluster) -> tuple[str, ...]:
-        """Largest first (fewest moves), except that a broker above its
-        inbound target sheds its replicas with the most inbound first: the
-        bytes the disk needs moved anyway then also even network in."""
-        over = [b.broker_id for b in cluster.eligible_brokers()
-                if b.bytes_in > in_target(cluster, b)]
-        if not over:
-            return ("size_bytes DESC",)
-        return (f"CASE WHEN broker_id IN ({', '.join(map(str, over))}) THEN bytes_in ELSE 0 END DESC",
-                "size_bytes DESC")
 
     def start_round(self, cluster: Cluster) -> None:
         self.queues = queues_by_media(cluster, lambda d: (cluster.utilization(d), d.dir_id))
