@@ -256,7 +256,7 @@ class _Model:
             log.info("goal %s round %d: %s in %.1f s (so far %d moves, %d bytes, %d leader changes)",
                      goal.name, round_number + 1, acted, time.monotonic() - started,
                      self.cluster.moves, self.cluster.bytes_moved, self.cluster.leader_changes)
-            if not acted:
+            if not acted and not goal.stuck(self.cluster):
                 return round_number + 1
         log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
         return limit
@@ -266,6 +266,9 @@ class _Model:
         goal.start_round(cluster)
         touched, moves, leads = set(), [], []
         for selection in selections:
+            if selection.pool:               # selected when the goal first asks for it
+                goal.offer(cluster, lambda s=selection: [rep for _, rep in self.select(s)])
+                continue
             remaining = dict(selection.excess)
             for source, rep in self.select(selection):
                 if rep.key in touched or remaining.get(source, 0) <= 0:
@@ -273,7 +276,7 @@ class _Model:
                 if selection.leaders_only:
                     done = self._lead(goal, selection, rep, higher, leads)
                 else:
-                    done = self._move(goal, selection, rep, higher, moves)
+                    done = self._move(goal, selection, rep, higher, moves, touched)
                 if done:
                     touched.add(rep.key)
                     remaining[source] -= rep.weight(selection.weight)
@@ -281,7 +284,7 @@ class _Model:
             self.apply(moves, leads)
         return {"moves": len(moves), "leader_changes": len(leads)} if moves or leads else {}
 
-    def _move(self, goal, selection, rep: Replica, higher, moves) -> bool:
+    def _move(self, goal, selection, rep: Replica, higher, moves, touched) -> bool:
         cluster = self.cluster
         if not cluster.within_budget(rep):
             if not self.budget_hit:
@@ -293,10 +296,25 @@ class _Model:
             return cluster.hard_ok(rep, to_dir) and all(g.guard(cluster, rep, to_dir) for g in higher)
 
         to_dir = goal.choose(cluster, rep, selection, accept)
-        if to_dir is None:
+        if to_dir is not None:
+            moves.append(cluster.apply_move(rep, to_dir))
+            goal.landed(cluster, {rep.broker_id, cluster.dirs[to_dir].broker_id})
+            return True
+
+        def accept_swap(partner):
+            return (partner.key not in touched and partner.key != rep.key
+                    and cluster.within_budget(rep, moves=2, extra_bytes=partner.size_bytes)
+                    and cluster.swap_ok(rep, partner, lambda r, d: all(g.guard(cluster, r, d)
+                                                                       for g in higher)))
+
+        partner = goal.choose_swap(cluster, rep, selection, accept_swap)
+        if partner is None:
             return False
+        to_dir, back_dir = partner.dir_id, rep.dir_id
         moves.append(cluster.apply_move(rep, to_dir))
-        goal.landed(cluster, {rep.broker_id, cluster.dirs[to_dir].broker_id})
+        moves.append(cluster.apply_move(partner, back_dir))
+        touched.add(partner.key)
+        goal.landed(cluster, {rep.broker_id, partner.broker_id})
         return True
 
     def _lead(self, goal, selection, rep: Replica, higher, leads) -> bool:

@@ -128,6 +128,7 @@ class Selection:
     where: str = "true"
     fit: bool = True
     leaders_only: bool = False
+    pool: bool = False               # not moved: offered to the goal as swap partners
     enrich: Callable | None = None   # adds the columns `where` needs to the replica view
     largest: dict[int, int] | None = None   # per source, the largest weight any destination takes
 
@@ -241,16 +242,42 @@ class Cluster:
         return to.eligible and (to.bytes_out + rep.bytes_out
                                 <= self.options.network_out_threshold * to.out_capacity)
 
-    def within_budget(self, rep: Replica) -> bool:
+    def within_budget(self, rep: Replica, moves: int = 1, extra_bytes: int = 0) -> bool:
         opts = self.options
-        if opts.max_moves is not None and self.moves + 1 > opts.max_moves:
+        if opts.max_moves is not None and self.moves + moves > opts.max_moves:
             return False
-        return opts.max_bytes_moved is None or self.bytes_moved + rep.size_bytes <= opts.max_bytes_moved
+        return (opts.max_bytes_moved is None
+                or self.bytes_moved + rep.size_bytes + extra_bytes <= opts.max_bytes_moved)
+
+    def swap_ok(self, a: Replica, b: Replica, guard: Callable[[Replica, int], bool]) -> bool:
+        """a to b's dir and b to a's, on two brokers: every hard constraint
+        and `guard` hold once both are done. Each move is checked with the
+        other one applied, so that a check of a move's destination and
+        source sees both dirs and brokers as the swap leaves them."""
+        if a.broker_id == b.broker_id or a.key == b.key:
+            return False
+        for first, second in ((b, a), (a, b)):
+            self._transfer(first, first.dir_id, second.dir_id)
+            try:
+                if not (self.hard_ok(second, first.dir_id) and guard(second, first.dir_id)):
+                    return False
+            finally:
+                self._transfer(first, second.dir_id, first.dir_id)
+        return True
 
     # ---- applying ----------------------------------------------------------
 
     def apply_move(self, rep: Replica, to_dir: int) -> Move:
-        src, dst = self.dirs[rep.dir_id], self.dirs[to_dir]
+        dst = self.dirs[to_dir]
+        self._transfer(rep, rep.dir_id, to_dir)
+        self.moves += 1
+        self.bytes_moved += rep.size_bytes
+        return Move(rep.topic, rep.partition, rep.replica_index, dst.broker_id, to_dir,
+                    rep.size_bytes)
+
+    def _transfer(self, rep: Replica, from_dir: int, to_dir: int) -> None:
+        """The loads of `rep` leave from_dir and its broker for to_dir's."""
+        src, dst = self.dirs[from_dir], self.dirs[to_dir]
         for d, sign in ((src, -1), (dst, 1)):
             d.size_bytes += sign * rep.size_bytes
             d.hot_bytes += sign * rep.size_bytes * rep.hot
@@ -263,10 +290,6 @@ class Cluster:
                 if rep.leader:
                     b.bytes_out += sign * rep.bytes_out
                     b.leaders += sign
-        self.moves += 1
-        self.bytes_moved += rep.size_bytes
-        return Move(rep.topic, rep.partition, rep.replica_index, dst.broker_id, to_dir,
-                    rep.size_bytes)
 
     def apply_leader(self, rep: Replica, new_index: int) -> LeaderChange:
         old, new = self.brokers[rep.brokers[0]], self.brokers[rep.brokers[new_index]]
@@ -360,6 +383,24 @@ class Goal:
 
     def landed(self, cluster: Cluster, broker_ids: Iterable[int]) -> None:
         """Loads of these brokers changed (refresh queues)."""
+
+    def stuck(self, cluster: Cluster) -> bool:
+        """A round placed nothing: True if the goal changed its aim and wants
+        more rounds (e.g. new targets)."""
+        return False
+
+    def offer(self, cluster: Cluster, candidates: Callable[[], list[Replica]]) -> None:
+        """The candidates of a `pool` selection, partners for swaps this
+        round: a Spark job run on the first call (a round that places every
+        candidate without a swap does not pay for it). They are the state at
+        the start of the round: those of a partition changed since are
+        skipped."""
+
+    def choose_swap(self, cluster: Cluster, rep: Replica, selection: Selection,
+                    accept: Callable[[Replica], bool]) -> Replica | None:
+        """When no destination takes a candidate: a replica of another
+        broker to trade places with (each goes to the other's dir), or None."""
+        return None
 
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         """A lower goal's move keeps this goal within its tolerance."""

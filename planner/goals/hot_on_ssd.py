@@ -6,19 +6,25 @@ at most HOT_BUDGET_SHARE of what the SSD dirs may hold (capacity x
 capacity_threshold); the optimizer marks it once, as a Spark job.
 
 Every replica of a hot partition should sit on an SSD dir. The SSD class
-keeps its current volume (unless the hot set alone is larger), so each hot
-byte moved onto an SSD pushes the coldest non-hot bytes off it: per broker,
-hot replicas go from its HDD dirs to its own SSD dir, and the SSD's coldest
-replicas go to its HDD dirs - moves inside one broker, no network, nothing
-changes at broker level. Only when a broker's SSD cannot take them do hot
-replicas cross to another broker's SSD.
+keeps its current volume (unless the hot set alone is larger), spread over
+the racks so that every rack's SSD dirs fill alike (disk.ssd_volumes); so
+each hot byte moved onto an SSD pushes the coldest non-hot bytes off one.
+Per group, the SSD dirs fullest over their target give those cold bytes
+(down to one common level: what an over-full SSD must shed anyway makes the
+room), to HDD dirs; the hot replicas fill the SSD dirs under their target.
+Both prefer their own broker (a move between dirs crosses no network) while
+the dir there stays under its target. A hot replica of a broker above its
+inbound target goes to the SSD of a broker under it instead: hot replicas
+carry the most inbound per byte, so the bytes this goal moves anyway even
+network in.
 """
 
 from __future__ import annotations
 
-from .base import (HOT_BUDGET_SHARE, Cluster, Goal, Replica, Selection, queues_by_media,
-                   same_broker_first)
-from .disk import fill_level
+from .base import (HOT_BUDGET_SHARE, NETWORK_TOLERANCE, Cluster, DestinationQueue, Goal, Replica,
+                   Selection, queues_by_media, ratio, same_broker_first)
+from .disk import fill_level, rack_volumes, set_media_targets
+from .network import in_target
 
 
 def heat(size_bytes: int, bytes_in_per_s: float, bytes_out_per_s: float) -> float:
@@ -49,6 +55,27 @@ def ssd_volume_bytes(hot_bytes: int, ssd_bytes: int, ssd_allowed_bytes: int) -> 
     return max(hot_bytes, min(ssd_bytes, ssd_allowed_bytes))
 
 
+def shed_to_level(movable: list[int], sizes: list[int], targets: list[float],
+                  excess: float) -> list[int]:
+    """Bytes each dir gives so that together they give `excess`: the dirs
+    fullest over their target first, all down to one level x target (water
+    filling), none more than its movable bytes."""
+    if excess <= 0 or not sizes:
+        return [0] * len(sizes)
+
+    def given(level):
+        return [min(m, max(0, int(s - level * t))) for m, s, t in zip(movable, sizes, targets)]
+
+    low, high = 0.0, max((s / t for s, t in zip(sizes, targets) if t > 0), default=0.0)
+    for _ in range(50):
+        middle = (low + high) / 2
+        if sum(given(middle)) >= excess:
+            low = middle
+        else:
+            high = middle
+    return given(low)
+
+
 class HotOnSsd(Goal):
     name = "hot_on_ssd"
 
@@ -59,19 +86,9 @@ class HotOnSsd(Goal):
         if not self.active:
             return
         threshold = cluster.options.capacity_threshold
-        for rack in sorted({cluster.group(d)[0] for d in cluster.dirs.values()}, key=str):
-            dirs = [d for d in cluster.dirs.values() if cluster.group(d)[0] == rack]
-            eligible = [d for d in dirs if cluster.brokers[d.broker_id].eligible]
-            ssd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "ssd")
-            hdd_capacity = sum(d.capacity_bytes for d in eligible if d.media == "hdd")
-            if not ssd_capacity or not hdd_capacity:
-                continue
-            total = sum(d.size_bytes for d in dirs)
-            ssd = ssd_volume_bytes(sum(d.hot_bytes for d in dirs),
-                                   sum(d.size_bytes for d in dirs if d.media == "ssd"),
-                                   int(ssd_capacity * threshold))
-            cluster.util_target[(rack, "ssd")] = ssd / ssd_capacity
-            cluster.util_target[(rack, "hdd")] = (total - ssd) / hdd_capacity
+        groups = rack_volumes(cluster)
+        set_media_targets(cluster, groups, [
+            ssd_volume_bytes(g.hot, g.ssd, int(g.ssd_capacity * threshold)) for g in groups])
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         if not self.active:
@@ -88,23 +105,32 @@ class HotOnSsd(Goal):
                                        ("heat DESC",), where="media = 'hdd' AND hot", fit=False)]
 
     def _evictions(self, cluster: Cluster) -> dict[int, int]:
-        """Per SSD dir, the cold bytes to push off so that the hot bytes on
-        its broker's HDD dirs fit under its fill level."""
+        """Per SSD dir, the cold bytes to push off: per group, what the SSD
+        dirs hold plus the hot bytes still on HDD, less the SSD targets,
+        taken from the SSD dirs fullest over their target first (down to a
+        common level): the hot replicas then fill the dirs under target, and
+        the bytes an over-full SSD must shed anyway make the room."""
         evict = {}
-        for b in cluster.eligible_brokers():
-            dirs = [cluster.dirs[i] for i in b.dir_ids]
+        for group in sorted({cluster.group(d)[0] for d in cluster.eligible_dirs()}, key=str):
+            dirs = [d for d in cluster.eligible_dirs() if cluster.group(d)[0] == group]
             ssd = [d for d in dirs if d.media == "ssd"]
             inflow = sum(d.hot_bytes for d in dirs if d.media == "hdd")
-            capacity = sum(d.capacity_bytes for d in ssd)
-            for d in ssd:
-                share = inflow * d.capacity_bytes / capacity
-                over = int(min(share, d.size_bytes + share - fill_level(cluster, d)))
-                if over > 0:
-                    evict[d.dir_id] = over
+            targets = [cluster.dir_target(d) for d in ssd]
+            excess = sum(d.size_bytes for d in ssd) + inflow - sum(targets)
+            shed = shed_to_level([d.size_bytes - d.hot_bytes for d in ssd],
+                                 [d.size_bytes for d in ssd], targets, excess)
+            evict.update({d.dir_id: v for d, v in zip(ssd, shed) if v > 0})
         return evict
 
     def start_round(self, cluster: Cluster) -> None:
         self.queues = queues_by_media(cluster, lambda d: (cluster.utilization(d), d.dir_id))
+        self.in_targets = {b.broker_id: in_target(cluster, b) for b in cluster.eligible_brokers()}
+
+        def inbound(d):
+            b = cluster.brokers[d.broker_id]
+            return (ratio(b.bytes_in, self.in_targets[b.broker_id]), cluster.utilization(d), d.dir_id)
+        ssd = [d.dir_id for d in cluster.eligible_dirs() if d.media == "ssd"]
+        self.cool = DestinationQueue(cluster, ssd, inbound)
 
     def choose(self, cluster, rep, selection, accept):
         evicting = selection.name == "hot_on_ssd:evict"
@@ -116,18 +142,46 @@ class HotOnSsd(Goal):
             limit = fill_level(cluster, d) + (d.hot_bytes if evicting else 0)
             return d.size_bytes + rep.size_bytes <= limit and accept(to_dir)
 
+        if not evicting and self._over(cluster, rep.broker_id):
+            # a hot replica carries much inbound for its bytes: from a broker
+            # above its inbound target, to the SSD of one under it, for the
+            # same bytes moved as to its own SSD
+            def cooler(to_dir):
+                b = cluster.brokers[cluster.dirs[to_dir].broker_id]
+                return (b.broker_id != rep.broker_id and not self._over(cluster, b.broker_id, rep.bytes_in)
+                        and room(to_dir))
+            chosen = self.cool.pick(cooler)
+            if chosen is not None:
+                return chosen
+
+        def own(to_dir):
+            # the own broker's dir first (no network) while it stays under
+            # its target (counting the hot bytes an HDD dir gives away);
+            # above it, the bytes would only move again
+            d = cluster.dirs[to_dir]
+            after = d.size_bytes + rep.size_bytes - (d.hot_bytes if evicting else 0)
+            return after <= cluster.dir_target(d) and room(to_dir)
+
+        local = same_broker_first(cluster, rep, media, own)
+        if local is not None:
+            return local
         for fits in (room, accept):           # balanced if possible, placed anyway
             local = same_broker_first(cluster, rep, media, fits)
-            if local is not None:
-                return local
             chosen = self.queues[media].pick(fits) if media in self.queues else None
             if chosen is not None:
                 return chosen
+            if local is not None:
+                return local
         return None
+
+    def _over(self, cluster: Cluster, broker_id: int, adding: int = 0) -> bool:
+        b = cluster.brokers[broker_id]
+        return b.bytes_in + adding > self.in_targets.get(broker_id, 0.0) * (1 + NETWORK_TOLERANCE / 2)
 
     def landed(self, cluster, broker_ids):
         for queue in self.queues.values():
             queue.touch(broker_ids)
+        self.cool.touch(broker_ids)
 
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         """A hot replica never leaves SSD (cold ones may use SSD room the

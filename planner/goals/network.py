@@ -7,12 +7,25 @@ consumers. Targets: the cluster's total, shared in proportion to capacity.
 Outbound is balanced first by choosing which replica leads (reordering a
 partition's replicas moves no bytes); inbound by moving the replicas with
 the most inbound per byte stored (cheapest to move for what they relieve)
-to brokers under their target, within the disk goal's band.
+to brokers under their target, within the disk goal's band. Where the band
+holds a replica back (its dir would fall below the band), it trades places
+with a cold replica (least inbound per byte) of about its size on a broker
+under its target: disk stays as it was, inbound moves (a swap; the cold
+replicas are collected as a pool by one more Spark job, run only in a round
+that needs a partner).
 """
 
 from __future__ import annotations
 
-from .base import NETWORK_TOLERANCE, Broker, Cluster, Goal, Replica, Selection, queues_by_media, ratio
+import bisect
+import heapq
+from typing import Callable
+
+from .base import (NETWORK_TOLERANCE, NO_LIMIT, Broker, Cluster, Goal, Replica, Selection,
+                   queues_by_media, ratio)
+
+SWAP_BROKERS = 3        # brokers under target tried per candidate, least loaded first
+SWAP_PARTNERS = 4       # pool replicas tried per broker, nearest in size on each side
 
 
 def in_target(cluster: Cluster, b: Broker) -> float:
@@ -56,11 +69,37 @@ class Network(Goal):
                                         ("bytes_out DESC",), where="replica_index = 0",
                                         leaders_only=True))
         if inbound:
+            under = {b.broker_id: NO_LIMIT for b in brokers
+                     if b.bytes_in < self.in_targets[b.broker_id]}
+            if under:
+                selections.append(Selection("network:cold", "broker_id", under, "one",
+                                            ("bytes_in / greatest(size_bytes, 1) ASC",),
+                                            fit=False, pool=True))
             selections.append(Selection("network:in", "broker_id", inbound, "bytes_in",
                                         ("bytes_in / greatest(size_bytes, 1) DESC",)))
         return selections
 
     def start_round(self, cluster: Cluster) -> None:
+        self.offered, self.pool = None, None
+        self._queues(cluster)
+
+    def offer(self, cluster: Cluster, candidates) -> None:
+        self.offered = candidates
+
+    def choose_swap(self, cluster, rep, selection, accept):
+        if selection.name != "network:in" or self.offered is None:
+            return None
+        if self.pool is None:
+            self.pool = SwapPool(cluster, self.offered())
+        limit = 1 + NETWORK_TOLERANCE / 2
+
+        def gains(partner: Replica) -> bool:
+            return swap_gains(cluster, rep, partner, self.in_targets, self.out_targets, limit)
+
+        return self.pool.take(cluster, rep, lambda p: gains(p) and accept(p),
+                              lambda b: ratio(cluster.brokers[b].bytes_in, self.in_targets[b]))
+
+    def _queues(self, cluster: Cluster) -> None:
         def key(d):
             b = cluster.brokers[d.broker_id]
             return (ratio(b.bytes_in, self.in_targets[b.broker_id]), cluster.utilization(d), d.dir_id)
@@ -112,3 +151,59 @@ class Network(Goal):
     def guard_leader(self, cluster: Cluster, rep: Replica, new_index: int) -> bool:
         b = cluster.brokers[rep.brokers[new_index]]
         return b.bytes_out + rep.bytes_out <= self.out_targets[b.broker_id] * (1 + NETWORK_TOLERANCE)
+
+
+def swap_gains(cluster: Cluster, hot: Replica, cold: Replica, in_targets: dict[int, float],
+               out_targets: dict[int, float], limit: float) -> bool:
+    """Trading hot (on a broker over its inbound target) for cold relieves
+    hot's broker by at least half of hot's inbound, leaves cold's broker
+    within target x limit, and takes neither broker's outbound over target x
+    limit unless it was already there (a leader moves its outbound)."""
+    here, there = cluster.brokers[hot.broker_id], cluster.brokers[cold.broker_id]
+    if 2 * cold.bytes_in > hot.bytes_in:
+        return False
+    if there.bytes_in - cold.bytes_in + hot.bytes_in > in_targets[there.broker_id] * limit:
+        return False
+    out_here = here.bytes_out - hot.bytes_out * hot.leader + cold.bytes_out * cold.leader
+    out_there = there.bytes_out - cold.bytes_out * cold.leader + hot.bytes_out * hot.leader
+    return (out_here <= max(out_targets[here.broker_id] * limit, here.bytes_out)
+            and out_there <= max(out_targets[there.broker_id] * limit, there.bytes_out))
+
+
+class SwapPool:
+    """Cold replicas offered for swaps, per (broker, media) sorted by size;
+    each is taken at most once per round."""
+
+    def __init__(self, cluster: Cluster, candidates: list[Replica]):
+        self.by_place: dict[tuple[int, str], list[tuple[int, tuple, Replica]]] = {}
+        for rep in candidates:
+            media = cluster.dirs[rep.dir_id].media
+            key = (rep.size_bytes, (rep.topic, rep.partition, rep.replica_index))
+            self.by_place.setdefault((rep.broker_id, media), []).append((*key, rep))
+        for entries in self.by_place.values():
+            entries.sort(key=lambda e: (e[0], e[1]))
+        self.sizes = {place: [e[0] for e in entries] for place, entries in self.by_place.items()}
+        self.brokers = sorted({b for b, _ in self.by_place})
+        self.taken: set[tuple] = set()
+
+    def take(self, cluster: Cluster, rep: Replica, accept: Callable[[Replica], bool],
+             load: Callable[[int], float]) -> Replica | None:
+        """The first acceptable partner for rep: on the SWAP_BROKERS least
+        loaded brokers that may take rep (not one of its partition's, racks
+        kept), the SWAP_PARTNERS replicas nearest rep's size on either side."""
+        media = cluster.dirs[rep.dir_id].media
+        brokers = [b for b in self.brokers if (b, media) in self.by_place and b not in rep.brokers
+                   and cluster.rack_ok(rep, b)]
+        for b in heapq.nsmallest(SWAP_BROKERS, brokers, key=lambda b: (load(b), b)):
+            entries, sizes = self.by_place[(b, media)], self.sizes[(b, media)]
+            at = bisect.bisect_left(sizes, rep.size_bytes)
+            nearest = sorted(range(max(0, at - SWAP_PARTNERS), min(len(entries), at + SWAP_PARTNERS)),
+                             key=lambda i: (abs(sizes[i] - rep.size_bytes), i))
+            for i in nearest:
+                partner = entries[i][2]
+                if entries[i][1] in self.taken:
+                    continue
+                if accept(partner):
+                    self.taken.add(entries[i][1])
+                    return partner
+        return None

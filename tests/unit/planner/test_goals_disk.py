@@ -7,7 +7,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
 
 from goal_fixtures import cluster, replica
 
-from kafkactl.planner.goals.disk import Disk, band, excess_above_fill, fill_level, pull_excess
+from kafkactl.planner.goals.disk import (Disk, RackVolume, band, excess_above_fill, fill_level,
+                                         pull_excess, ssd_volumes)
 from kafkactl.planner.options import PlannerOptions
 
 
@@ -27,7 +28,7 @@ def test_fill_level_and_band_follow_the_tolerance():
     c = cluster(sizes={1: 1000, 3: 1000, 5: 1000}, options=PlannerOptions(disk_tolerance=0.10))
     d = c.dirs[1]
     assert fill_level(c, d) == 1050
-    assert band(c, d) == (925, 1075)
+    assert band(c, d) == (950, 1050)
 
 
 def test_excess_is_what_lies_above_the_fill_level():
@@ -46,8 +47,8 @@ def test_pull_fills_dirs_far_below_target_from_those_above():
 def test_a_lower_goal_keeps_both_dirs_in_the_band():
     c = cluster(sizes={1: 1000, 3: 1000, 5: 1000})
     goal = Disk()
-    assert goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=30), 5)
-    assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=40), 5)
+    assert goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=25), 5)
+    assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=30), 5)
     assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=10), 4)  # media
 
 
@@ -58,3 +59,21 @@ def test_targets_are_per_rack_when_every_rack_holds_every_partition():
     assert c.dir_target(c.dirs[1]) == 500 and c.dir_target(c.dirs[5]) == 1000
     c.pin_racks(min_rf=1)
     assert c.dir_target(c.dirs[5]) == 2000 / 3
+
+
+def test_ssd_volume_is_shared_so_every_rack_fills_its_ssd_alike():
+    # three pinned racks of equal capacity: rack a holds more of the SSD bytes
+    # than b and c; the class keeps its 1,500 bytes, 500 per rack
+    racks = [RackVolume(r, 2000, 100, ssd, 1000, 2000) for r, ssd in (("a", 700), ("b", 400), ("c", 400))]
+    assert ssd_volumes(racks, [700, 400, 400], 0.8) == [500, 500, 500]
+
+
+def test_an_uneven_rack_keeps_its_hot_bytes_and_its_hdd_under_the_threshold():
+    # rack c has half the capacity and the same bytes (pinned): its HDD may
+    # hold 800 at 0.8, so its SSD takes at least 1,200 - 800 = 400
+    racks = [RackVolume("a", 1200, 50, 300, 1000, 2000), RackVolume("b", 1200, 250, 300, 1000, 2000),
+             RackVolume("c", 1200, 50, 300, 500, 1000)]
+    volumes = ssd_volumes(racks, [300, 300, 300], 0.8)
+    assert volumes[1] >= 250 and volumes[2] >= 400
+    assert all(v <= 0.8 * r.ssd_capacity for v, r in zip(volumes, racks))
+    assert all(r.total - v <= 0.8 * r.hdd_capacity for v, r in zip(volumes, racks))

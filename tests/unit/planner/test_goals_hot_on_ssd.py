@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
 
 from goal_fixtures import cluster, replica
 
-from kafkactl.planner.goals.hot_on_ssd import HotOnSsd, heat, hot_set, ssd_volume_bytes
+from kafkactl.planner.goals.hot_on_ssd import HotOnSsd, heat, hot_set, shed_to_level, ssd_volume_bytes
 
 
 def test_heat_is_traffic_per_byte_stored():
@@ -37,13 +37,21 @@ def test_a_hot_replica_never_leaves_ssd_for_a_lower_goal():
     assert goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(0, 2), hot=False), 5)
 
 
-def test_evictions_make_room_for_the_hot_bytes_of_the_same_broker():
-    # broker 1: SSD 700/1000 bytes, its HDD holds 300 hot bytes; class targets 0.5
+def test_evictions_take_from_the_fullest_ssd_dirs_what_the_hot_bytes_need():
+    # SSD dirs 700, 300, 500 bytes (targets 500 each, the 1,500 kept); 300 hot
+    # bytes on broker 1's HDD must come in, so the SSD class gives 300, from
+    # the dirs above target first, down to one level (0.9 x target): the
+    # over-full dir 0 gives what it would have to shed anyway, dir 2 (under
+    # target) none, and the hot bytes may fill it
     c = cluster(sizes={0: 700, 1: 1000, 2: 300, 3: 800, 4: 500, 5: 1200})
     c.dirs[1].hot_bytes = 300
     goal = HotOnSsd()
     goal.prepare(c)
     assert c.util_target[(None, "ssd")] == 0.5               # 1500 of 3000, kept
-    evict = goal._evictions(c)
-    # fill level 525 (0.5 x 1000 x 1.025): 700 + 300 - 525 = 475, at most the 300 coming in
-    assert evict == {0: 300}
+    assert goal._evictions(c) == {0: 250, 4: 50}
+
+
+def test_shedding_to_a_level_never_gives_more_than_a_dir_can_move():
+    # dir 0 holds 900 of which only 100 may move (the rest is hot)
+    assert shed_to_level([100, 600], [900, 600], [500.0, 500.0], 300) == [100, 200]
+    assert shed_to_level([100, 600], [900, 600], [500.0, 500.0], 0) == [0, 0]
