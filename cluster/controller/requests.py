@@ -143,28 +143,38 @@ _new_tuple = tuple.__new__
 _MISSING = object()
 
 
+def _cached_entry(ctx: ControllerContext, tp: TopicPartition, cache: dict, build):
+    """The request entry for `tp` from `cache`, else `build(tp, state, assignment)`
+    cached; None (also cached) for a partition without a state or an assignment."""
+    entry = cache.get(tp, _MISSING)
+    if entry is _MISSING:
+        state = ctx.leadership.get(tp)
+        assignment = ctx.assignments.get(tp)
+        entry = None if state is None or assignment is None else build(tp, state, assignment)
+        cache[tp] = entry
+    return entry
+
+
 def _leader_and_isr_entries(ctx: ControllerContext, wanted: dict[TopicPartition, bool],
                             caches: tuple[dict, dict]) -> tuple[LeaderAndIsrPartition, ...]:
     """The entries for `wanted` (partition -> is_new), sorted by partition;
     `caches` (by is_new) hold entries already built for other brokers."""
-    leadership, assignments, topic_ids = ctx.leadership, ctx.assignments, ctx.topic_ids
+    topic_ids = ctx.topic_ids
+
+    def build(is_new: bool):
+        def entry(tp, state, assignment) -> LeaderAndIsrPartition:
+            topic, partition = tp
+            return _new_tuple(LeaderAndIsrPartition, (
+                topic, partition, topic_ids.get(topic), state.controller_epoch, state.leader,
+                state.leader_epoch, tuple(state.isr), state.zk_version, assignment.replicas,
+                assignment.adding, assignment.removing, is_new, state.leader_recovery_state))
+        return entry
+
+    builders = (build(False), build(True))
     partitions = []
     for tp in sorted(wanted):
         is_new = wanted[tp]
-        cache = caches[is_new]
-        entry = cache.get(tp, _MISSING)
-        if entry is _MISSING:
-            state = leadership.get(tp)
-            assignment = assignments.get(tp)
-            if state is None or assignment is None:
-                entry = None
-            else:
-                topic, partition = tp
-                entry = _new_tuple(LeaderAndIsrPartition, (
-                    topic, partition, topic_ids.get(topic), state.controller_epoch, state.leader,
-                    state.leader_epoch, tuple(state.isr), state.zk_version, assignment.replicas,
-                    assignment.adding, assignment.removing, is_new, state.leader_recovery_state))
-            cache[tp] = entry
+        entry = _cached_entry(ctx, tp, caches[is_new], builders[is_new])
         if entry is not None:
             partitions.append(entry)
     return tuple(partitions)
@@ -172,30 +182,25 @@ def _leader_and_isr_entries(ctx: ControllerContext, wanted: dict[TopicPartition,
 
 def _metadata_entries(ctx: ControllerContext, tps: Iterable[TopicPartition],
                       cache: dict) -> tuple[UpdateMetadataPartition, ...]:
-    leadership, assignments, topic_ids = ctx.leadership, ctx.assignments, ctx.topic_ids
-    live, deleting = ctx.live_brokers, ctx.topics_to_delete
+    topic_ids, live, deleting = ctx.topic_ids, ctx.live_brokers, ctx.topics_to_delete
     offline_of: dict[tuple[int, ...], tuple[int, ...]] = {}     # replicas -> those not live
+
+    def build(tp, state, assignment) -> UpdateMetadataPartition:
+        topic, partition = tp
+        replicas = assignment.replicas
+        offline = offline_of.get(replicas)
+        if offline is None:
+            offline = offline_of[replicas] = tuple(r for r in replicas if r not in live)
+        # Brokers drop a partition from their metadata when its leader is
+        # LEADER_DURING_DELETE, so clients stop using a topic being deleted.
+        leader = LEADER_DURING_DELETE if topic in deleting else state.leader
+        return _new_tuple(UpdateMetadataPartition, (
+            topic, partition, topic_ids.get(topic), state.controller_epoch, leader,
+            state.leader_epoch, tuple(state.isr), state.zk_version, replicas, offline))
+
     partitions = []
     for tp in tps:
-        entry = cache.get(tp, _MISSING)
-        if entry is _MISSING:
-            state = leadership.get(tp)
-            assignment = assignments.get(tp)
-            if state is None or assignment is None:
-                entry = None
-            else:
-                topic, partition = tp
-                replicas = assignment.replicas
-                offline = offline_of.get(replicas)
-                if offline is None:
-                    offline = offline_of[replicas] = tuple(r for r in replicas if r not in live)
-                # Brokers drop a partition from their metadata when its leader is
-                # LEADER_DURING_DELETE, so clients stop using a topic being deleted.
-                leader = LEADER_DURING_DELETE if topic in deleting else state.leader
-                entry = _new_tuple(UpdateMetadataPartition, (
-                    topic, partition, topic_ids.get(topic), state.controller_epoch, leader,
-                    state.leader_epoch, tuple(state.isr), state.zk_version, replicas, offline))
-            cache[tp] = entry
+        entry = _cached_entry(ctx, tp, cache, build)
         if entry is not None:
             partitions.append(entry)
     return tuple(partitions)
