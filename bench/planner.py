@@ -11,8 +11,10 @@ for the lower bound (perfect balance, exactly the needed bytes moved).
 "Needed" (planner/loads.py needed_bytes): a lower bound on what any plan
 moves to reach the planner's result: every dir sheds what it holds above the
 largest utilization of its media class after the plan (all of it on an
-excluded broker) and at least its hot bytes that must reach SSD, and the SSD
-class as a whole sheds what must make room for them.
+excluded broker) and at least the hot bytes it holds off SSD before and not
+after, and the SSD class as a whole sheds what must make room for them.
+"Hot off SSD": bytes of hot partitions' replicas on HDD dirs (the hot set of
+planner/goals/hot_on_ssd.py).
 
     .venv/bin/python bench/planner.py --sizes 10000:12,100000:100,333334:200
 
@@ -81,14 +83,17 @@ def kafka_default(spark, snapshot, seed: int):
     return snapshot.partitions.groupBy("topic").applyInPandas(assign, snapshot.partitions.schema)
 
 
-def figures(spark, snapshot, assignment, loads, before_dirs=None, must_leave=None):
+def figures(spark, snapshot, assignment, loads, capacity_threshold, before=None):
     dirs = loads.dir_loads(assignment, snapshot.log_dirs)
     brokers = loads.broker_loads(assignment, snapshot.brokers)
-    result = {"balance": loads.balance(dirs, brokers), "dirs": dirs,
+    hot = loads.hot_bytes_off_ssd(assignment, snapshot.log_dirs, capacity_threshold)
+    result = {"balance": loads.balance(dirs, brokers), "dirs": dirs, "hot_off_ssd": hot,
               "racks": rack_balance(snapshot, dirs)}
-    if before_dirs is not None:
+    if before is not None:
         moves, moved = loads.bytes_moved(snapshot.partitions, assignment)
-        needed = loads.needed_bytes(before_dirs, dirs, must_leave)
+        arriving = max(0, sum(before["hot_off_ssd"].values()) - sum(hot.values()))
+        needed = loads.needed_bytes(before["dirs"], dirs,
+                                    loads.hot_bytes_leaving(before["hot_off_ssd"], hot), arriving)
         result.update(moves=moves, moved=moved, needed=needed)
     return result
 
@@ -135,12 +140,10 @@ def run_size(partitions: int, brokers: int, runs: int, seed: int, workdir: Path)
             times.append(time.monotonic() - started)
         if result.unsatisfied:
             raise SystemExit(f"unsatisfied: {result.unsatisfied}")
-        before = figures(spark, snapshot, snapshot.partitions, loads)
-        must_leave = loads.hot_bytes_off_ssd(snapshot.partitions, snapshot.log_dirs,
-                                             options.capacity_threshold)
-        after = figures(spark, snapshot, result.assignment, loads, before["dirs"], must_leave)
-        kafka = figures(spark, snapshot, kafka_default(spark, snapshot, seed), loads,
-                        before["dirs"], must_leave)
+        threshold = options.capacity_threshold
+        before = figures(spark, snapshot, snapshot.partitions, loads, threshold)
+        after = figures(spark, snapshot, result.assignment, loads, threshold, before)
+        kafka = figures(spark, snapshot, kafka_default(spark, snapshot, seed), loads, threshold, before)
         return {"partitions": partitions, "brokers": brokers, "replicas": made.replicas,
                 "generate_s": generated, "times": times, "rounds": result.rounds,
                 "before": before, "after": after, "kafka": kafka}
@@ -156,8 +159,9 @@ def report(r: dict) -> str:
              f"snapshot generated in {r['generate_s']:.0f} s",
              "",
              "| assignment | disk ssd max/mean | disk hdd max/mean | worst rack ssd | worst rack hdd "
-             "| net in max/mean | net out max/mean | moves | bytes moved (TB) | needed (TB) | moved/needed |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| net in max/mean | net out max/mean | hot off SSD (TB) | moves | bytes moved (TB) | needed (TB) "
+             "| moved/needed |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, key in (("current", "before"), ("planner", "after"), ("Kafka default", "kafka")):
         f = r[key]
         b = f["balance"]
@@ -165,9 +169,10 @@ def report(r: dict) -> str:
                  f"{f['moved'] / f['needed']:.2f}" if "moved" in f and f["needed"] else " | | | ")
         lines.append(f"| {name} | {b.disk.get('ssd', 0):.3f} | {b.disk.get('hdd', 0):.3f} | "
                      f"{f['racks'].get('ssd', 0):.3f} | {f['racks'].get('hdd', 0):.3f} | "
-                     f"{b.network_in:.3f} | {b.network_out:.3f} | {moved} |")
+                     f"{b.network_in:.3f} | {b.network_out:.3f} | {sum(f['hot_off_ssd'].values()) / 1e12:.2f} | "
+                     f"{moved} |")
     needed = r["after"]["needed"]
-    lines.append(f"| lower bound | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | | "
+    lines.append(f"| lower bound | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 0.00 | | "
                  f"{needed / 1e12:.2f} | {needed / 1e12:.2f} | 1.00 |")
     if r["replicas"] >= 900_000:
         median = statistics.median(r["times"])

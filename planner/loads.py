@@ -112,13 +112,22 @@ def hot_bytes_off_ssd(assignment, log_dirs, capacity_threshold: float,
     return {(r.broker_id, r.path): r.bytes for r in rows}
 
 
-def needed_bytes(before_dirs: list, after_dirs: list, must_leave: dict, exclude=()) -> int:
+def hot_bytes_leaving(before: dict, after: dict) -> dict:
+    """Per dir, the hot bytes off SSD before that are not there after: hot
+    bytes only leave a dir by moving, so any plan whose dirs end with at most
+    `after`'s hot bytes off SSD moves at least these. (Against "every hot
+    byte on SSD" this stays a lower bound for a plan that stops short.)"""
+    return {key: held - after.get(key, 0) for key, held in before.items() if held > after.get(key, 0)}
+
+
+def needed_bytes(before_dirs: list, after_dirs: list, must_leave: dict, arriving_ssd_bytes: int,
+                 exclude=()) -> int:
     """A lower bound on the bytes any plan moves to reach the same state:
     every dir sheds at least what it holds above the after state's largest
     utilization of its media class (all of it on an excluded broker), and at
-    least its bytes that must leave (hot ones off SSD); and the SSD class
-    as a whole sheds at least what it held plus what must come in minus
-    what it holds after."""
+    least its bytes that must leave (hot_bytes_leaving); and the SSD class
+    as a whole sheds at least what it held plus what must come in (the hot
+    bytes off SSD before less those after) minus what it holds after."""
     top = {}
     for d in after_dirs:
         if d.broker_id not in exclude:
@@ -130,7 +139,6 @@ def needed_bytes(before_dirs: list, after_dirs: list, must_leave: dict, exclude=
                                              int(d.size_bytes - limit), 0)
     ssd_before = sum(d.size_bytes for d in before_dirs if d.media == "ssd")
     ssd_after = sum(d.size_bytes for d in after_dirs if d.media == "ssd")
-    arriving = sum(must_leave.values())
     media = {(d.broker_id, d.path): d.media for d in before_dirs}
     ssd_shed = sum(v for key, v in per_dir.items() if media[key] == "ssd")
-    return sum(per_dir.values()) + max(0, ssd_before + arriving - ssd_after - ssd_shed)
+    return sum(per_dir.values()) + max(0, ssd_before + arriving_ssd_bytes - ssd_after - ssd_shed)

@@ -9,7 +9,8 @@ bounded batch of candidate replicas:
 2. a Spark job explodes the partitions into replicas, keeps those on these
    sources that the goal wants to move (window by source, ordered by the
    goal's preference, cumulative weight up to twice the excess: a spare for
-   candidates the driver refuses), and collects at most BATCH of them,
+   candidates the driver refuses), and collects at most a batch of them
+   (batch_size: a share of all replicas, within BATCH_MIN..BATCH_MAX),
    interleaved across sources;
 3. the driver places each candidate on the best destination that meets every
    hard constraint and keeps every higher-priority goal within its tolerance,
@@ -47,7 +48,16 @@ log = logging.getLogger(__name__)
 
 MAX_ROUNDS_PER_GOAL = 6
 REPAIR_ROUNDS = 12
-BATCH = 20_000                 # candidates collected per selection and round
+BATCH_MIN = 20_000             # candidates collected per selection and round, at least
+BATCH_MAX = 200_000            # and at most: what the driver holds at once
+BATCH_SHARE = 8                # one replica in this many
+
+
+def batch_size(replicas: int) -> int:
+    """Candidates per selection and round: a fixed share of the replicas, so
+    that a goal needs about as many rounds (each a few Spark jobs) at any
+    scale, bounded because the driver holds every candidate."""
+    return min(BATCH_MAX, max(BATCH_MIN, replicas // BATCH_SHARE))
 
 
 def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptions") -> Proposal:
@@ -56,6 +66,7 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
         raise ValueError(f"unknown goals {unknown}; known: {sorted(SOFT_GOALS)}")
     model = _Model(spark, snapshot, options)
     totals = model.totals()
+    model.batch = batch_size(totals.replicas)
     model.cluster.pin_racks(totals.min_rf)
     problems = infeasible(model.cluster, totals)
     if problems:
@@ -87,6 +98,7 @@ class _Model:
         self.spark, self.options = spark, options
         self.excluded = sorted(set(options.exclude_brokers))
         self.budget_hit = False
+        self.batch = BATCH_MIN
         dir_rows = snapshot.log_dirs.select("broker_id", "path", "media", "capacity_bytes") \
             .orderBy("broker_id", "path").collect()
         broker_rows = snapshot.brokers.orderBy("broker_id").collect()
@@ -208,7 +220,7 @@ class _Model:
         r = self.state.agg(
             F.count(F.lit(1)).alias("partitions"),
             F.sum(F.col("size_bytes") * rf).alias("replica_bytes"),
-            F.max(rf).alias("max_rf"), F.min(rf).alias("min_rf"),
+            F.max(rf).alias("max_rf"), F.min(rf).alias("min_rf"), F.sum(rf).alias("replicas"),
             F.max("size_bytes").alias("max_size_bytes"),
             F.sum(F.col("bytes_in") * rf).alias("replica_bytes_in"),
             F.sum("bytes_out").alias("bytes_out"),
@@ -216,7 +228,8 @@ class _Model:
             .alias("per_rack_bytes")).collect()[0]
         return PartitionTotals(r.partitions, r.replica_bytes or 0, r.max_rf or 0,
                                r.max_size_bytes or 0, r.replica_bytes_in or 0, r.bytes_out or 0,
-                               (r.per_rack_bytes or 0) if racks else 0, r.min_rf or 0)
+                               (r.per_rack_bytes or 0) if racks else 0, r.min_rf or 0,
+                               r.replicas or 0)
 
     def rack_violations(self) -> int:
         if not self.cluster.rack_count:
@@ -356,7 +369,7 @@ class _Model:
                 .selectExpr("*", f"sum({weight}) OVER {window} AS cumulative",
                             f"row_number() OVER {window} AS rank")
                 .where(f"cumulative - {weight} < excess * 2")
-                .orderBy("rank", "source").limit(BATCH)
+                .orderBy("rank", "source").limit(self.batch)
                 .select("source", "topic", "partition", "replica_index", "size_bytes", "bytes_in",
                         "bytes_out", "hot", "replicas", "dirs", "full_brokers"))
         return [(r.source, Replica(r.topic, r.partition, r.replica_index, r.size_bytes, r.bytes_in,

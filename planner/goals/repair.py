@@ -30,6 +30,7 @@ class PartitionTotals:
     bytes_out: int
     per_rack_bytes: int            # sum of sizes of partitions with RF >= racks
     min_rf: int = 0
+    replicas: int = 0              # sum of RF
 
 
 def infeasible(cluster: Cluster, totals: PartitionTotals) -> list[str]:
