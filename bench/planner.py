@@ -14,7 +14,9 @@ largest utilization of its media class after the plan (all of it on an
 excluded broker) and at least the hot bytes it holds off SSD before and not
 after, and the SSD class as a whole sheds what must make room for them.
 "Hot off SSD": bytes of hot partitions' replicas on HDD dirs (the hot set of
-planner/goals/hot_on_ssd.py).
+planner/goals/hot_on_ssd.py). "Topic surplus": replicas beyond their
+broker's share of their topic, ceil(topic replicas / brokers) (the
+topic_spread goal; it moves only replicas up to a quarter of the mean size).
 
     .venv/bin/python bench/planner.py --sizes 10000:12,100000:100,333334:200
 
@@ -88,7 +90,7 @@ def figures(spark, snapshot, assignment, loads, capacity_threshold, before=None)
     brokers = loads.broker_loads(assignment, snapshot.brokers)
     hot = loads.hot_bytes_off_ssd(assignment, snapshot.log_dirs, capacity_threshold)
     result = {"balance": loads.balance(dirs, brokers), "dirs": dirs, "hot_off_ssd": hot,
-              "racks": rack_balance(snapshot, dirs)}
+              "racks": rack_balance(snapshot, dirs), "surplus": topic_surplus(assignment, len(brokers))}
     if before is not None:
         moves, moved = loads.bytes_moved(snapshot.partitions, assignment)
         arriving = max(0, sum(before["hot_off_ssd"].values()) - sum(hot.values()))
@@ -96,6 +98,18 @@ def figures(spark, snapshot, assignment, loads, capacity_threshold, before=None)
                                     loads.hot_bytes_leaving(before["hot_off_ssd"], hot), arriving)
         result.update(moves=moves, moved=moved, needed=needed)
     return result
+
+
+def topic_surplus(assignment, brokers: int) -> int:
+    """Replicas beyond their broker's share of their topic, ceil(topic
+    replicas / brokers): what the topic_spread goal evens."""
+    from pyspark.sql import functions as F
+
+    replicas = assignment.select("topic", F.explode("replicas").alias("broker_id"))
+    held = replicas.groupBy("topic", "broker_id").agg(F.count(F.lit(1)).alias("held"))
+    total = replicas.groupBy("topic").agg(F.count(F.lit(1)).alias("total"))
+    return (held.join(total, "topic").selectExpr(f"greatest(0, held - ceil(total / {brokers})) AS surplus")
+            .agg(F.sum("surplus")).collect()[0][0] or 0)
 
 
 def rack_balance(snapshot, dirs) -> dict[str, float]:
@@ -159,9 +173,9 @@ def report(r: dict) -> str:
              f"snapshot generated in {r['generate_s']:.0f} s",
              "",
              "| assignment | disk ssd max/mean | disk hdd max/mean | worst rack ssd | worst rack hdd "
-             "| net in max/mean | net out max/mean | hot off SSD (TB) | moves | bytes moved (TB) | needed (TB) "
-             "| moved/needed |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| net in max/mean | net out max/mean | hot off SSD (TB) | topic surplus | moves | bytes moved (TB) "
+             "| needed (TB) | moved/needed |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, key in (("current", "before"), ("planner", "after"), ("Kafka default", "kafka")):
         f = r[key]
         b = f["balance"]
@@ -170,9 +184,9 @@ def report(r: dict) -> str:
         lines.append(f"| {name} | {b.disk.get('ssd', 0):.3f} | {b.disk.get('hdd', 0):.3f} | "
                      f"{f['racks'].get('ssd', 0):.3f} | {f['racks'].get('hdd', 0):.3f} | "
                      f"{b.network_in:.3f} | {b.network_out:.3f} | {sum(f['hot_off_ssd'].values()) / 1e12:.2f} | "
-                     f"{moved} |")
+                     f"{f['surplus']:,} | {moved} |")
     needed = r["after"]["needed"]
-    lines.append(f"| lower bound | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 0.00 | | "
+    lines.append(f"| lower bound | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 0.00 | 0 | | "
                  f"{needed / 1e12:.2f} | {needed / 1e12:.2f} | 1.00 |")
     if r["replicas"] >= 900_000:
         median = statistics.median(r["times"])

@@ -271,7 +271,8 @@ class _Model:
                      self.cluster.moves, self.cluster.bytes_moved, self.cluster.leader_changes)
             if not acted and not goal.stuck(self.cluster):
                 return round_number + 1
-        log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
+        if goal.selections(self.cluster):    # (met by its last round: no warning)
+            log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
         return limit
 
     def _round(self, goal, selections, higher) -> dict:
