@@ -147,8 +147,11 @@ def partitions(rows) -> list[tuple[str, int]]:
 
 def test_isr_watch_refreshes_until_interrupted(live):
     create(live, "watched", "1:2:3")
+    # Ctrl-C as from a terminal: a test run started in the background by a
+    # non-interactive shell inherits SIGINT ignored, so restore the default.
     watcher = subprocess.Popen([str(KAFKACTL), "isr", "watched", "--watch", "--interval", "0.3"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=live.env, stdin=subprocess.DEVNULL)
+                               stderr=subprocess.PIPE, text=True, env=live.env, stdin=subprocess.DEVNULL,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(2.5)
     finally:

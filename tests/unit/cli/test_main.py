@@ -116,9 +116,10 @@ def test_help_and_completion(capsys):
     code, out, _ = run(capsys, "cluster", "up", "--help")
     assert code == 0 and "--brokers" in out and "Shared options" in out
     # As the user runs it: from their shell, which typer detects by the process
-    # tree (a test run detached from any shell would find none).
-    done = subprocess.run(["bash", "-c", f"{KAFKACTL} --show-completion"], capture_output=True, text=True,
-                          timeout=30)
+    # tree. The second command keeps bash from exec-ing kafkactl, so bash is its
+    # parent even when the test run itself is detached from any shell.
+    done = subprocess.run(["bash", "-c", f"{KAFKACTL} --show-completion; exit $?"], capture_output=True,
+                          text=True, timeout=30)
     assert done.returncode == 0 and "_KAFKACTL_COMPLETE" in done.stdout, done.stderr
 
 
