@@ -93,9 +93,7 @@ def figures(spark, snapshot, assignment, loads, capacity_threshold, before=None)
               "racks": rack_balance(snapshot, dirs), "surplus": topic_surplus(assignment, len(brokers))}
     if before is not None:
         moves, moved = loads.bytes_moved(snapshot.partitions, assignment)
-        arriving = max(0, sum(before["hot_off_ssd"].values()) - sum(hot.values()))
-        needed = loads.needed_bytes(before["dirs"], dirs,
-                                    loads.hot_bytes_leaving(before["hot_off_ssd"], hot), arriving)
+        needed = loads.needed_bytes(before["dirs"], dirs, before["hot_off_ssd"], hot)
         result.update(moves=moves, moved=moved, needed=needed)
     return result
 

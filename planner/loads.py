@@ -120,14 +120,18 @@ def hot_bytes_leaving(before: dict, after: dict) -> dict:
     return {key: held - after.get(key, 0) for key, held in before.items() if held > after.get(key, 0)}
 
 
-def needed_bytes(before_dirs: list, after_dirs: list, must_leave: dict, arriving_ssd_bytes: int,
+def needed_bytes(before_dirs: list, after_dirs: list, hot_before: dict, hot_after: dict,
                  exclude=()) -> int:
     """A lower bound on the bytes any plan moves to reach the same state:
     every dir sheds at least what it holds above the after state's largest
     utilization of its media class (all of it on an excluded broker), and at
-    least its bytes that must leave (hot_bytes_leaving); and the SSD class
-    as a whole sheds at least what it held plus what must come in (the hot
-    bytes off SSD before less those after) minus what it holds after."""
+    least the hot bytes it holds off SSD before and not after
+    (hot_bytes_leaving; hot_before and hot_after as hot_bytes_off_ssd gives
+    them); and the SSD class as a whole sheds at least what it held plus the
+    hot bytes that must come in (off SSD before less off SSD after) minus
+    what it holds after."""
+    must_leave = hot_bytes_leaving(hot_before, hot_after)
+    arriving_ssd_bytes = max(0, sum(hot_before.values()) - sum(hot_after.values()))
     top = {}
     for d in after_dirs:
         if d.broker_id not in exclude:

@@ -22,6 +22,7 @@ import threading
 from collections import deque
 
 from kafkactl.cluster.broker.deferred import DeferredResponse
+from kafkactl.cluster.protocol import apis
 from kafkactl.cluster.protocol.codec import SplicedResponse
 from kafkactl.cluster.protocol.framing import FrameError, check_frame_size, peek_api
 
@@ -38,7 +39,6 @@ REUSED_FRAME_BUFFER_MAX = 4 * 1024 * 1024
 # for their ISR: Kafka's own producer keeps at most 5 requests in flight
 # (max.in.flight.requests.per.connection, the idempotent limit).
 PIPELINED_PRODUCE_MAX = 5
-PRODUCE_API_KEY = 0
 
 
 class ConnectionClosed(Exception):
@@ -99,7 +99,7 @@ class SocketServer:
             while not self._stopping.is_set():
                 connection.settimeout(IDLE_TIMEOUT_S)
                 frame = frames.read()
-                if answers is not None and peek_api(frame)[0] != PRODUCE_API_KEY:
+                if answers is not None and peek_api(frame)[0] != apis.PRODUCE:
                     answers.drain()
                 response = self.dispatcher.dispatch(frame)
                 if isinstance(response, DeferredResponse):

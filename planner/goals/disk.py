@@ -5,10 +5,10 @@ times its capacity (per rack when every partition has a replica in every
 rack: a rack's bytes are then fixed; hot_on_ssd sets how much of a rack's
 bytes its SSD dirs hold). Dirs above target x (1 + tolerance/2) shed their
 largest replicas that fit in the excess (fewest moves, no overshoot) to the
-least utilized dirs of the same class, which are filled up to the same level: a move between dirs of one
-broker is tried first (no network). When every dir is under that level but
-some are far below target (e.g. added brokers), the dirs above target give
-up to what the low ones lack ("pull"). When no dir of the same class can
+least utilized dirs of the same class, which are filled up to the same
+level: a move between dirs of one broker is tried first (no network). When
+every dir is under that level but some are far below target (e.g. added
+brokers), the dirs above target give up to what the low ones lack ("pull"). When no dir of the same class can
 take a replica (the rack rule can pin a rack's share of a class), a dir of
 another class under its level may. When nothing is left to do or nothing
 can be placed against these targets, the goal balances once more around

@@ -26,31 +26,31 @@ def test_hot_bytes_leaving_counts_only_what_a_dir_gives_up():
 
 def test_a_balanced_cluster_with_every_hot_byte_on_ssd_needs_nothing():
     same = dirs((1, "ssd", 50), (1, "hdd", 50), (2, "ssd", 50), (2, "hdd", 50))
-    assert needed_bytes(same, same, {}, 0) == 0
+    assert needed_bytes(same, same, {}, {}) == 0
 
 
 def test_each_dir_sheds_what_it_holds_above_the_after_maximum_of_its_media():
     before = dirs((1, "hdd", 90), (2, "hdd", 10), (1, "ssd", 40), (2, "ssd", 40))
     after = dirs((1, "hdd", 55), (2, "hdd", 45), (1, "ssd", 40), (2, "ssd", 40))
     # (utilization is a float: the bound may round one byte down, never up)
-    assert needed_bytes(before, after, {}, 0) == pytest.approx(90 - 55, abs=1)
+    assert needed_bytes(before, after, {}, {}) == pytest.approx(90 - 55, abs=1)
 
 
 def test_hot_bytes_leaving_hdd_need_room_made_on_a_full_ssd_class():
     # Each SSD dir holds 60 and still does after; 20 hot bytes come off broker 1's HDD.
     before = dirs((1, "ssd", 60), (2, "ssd", 60), (1, "hdd", 40), (2, "hdd", 20))
     after = dirs((1, "ssd", 60), (2, "ssd", 60), (1, "hdd", 30), (2, "hdd", 30))
-    must_leave = {(1, "/hdd"): 20}
+    hot_before = {(1, "/hdd"): 20}
     # 20 hot bytes leave the HDD, and the SSD class must push out 20 cold bytes for them.
-    assert needed_bytes(before, after, must_leave, 20) == 40
+    assert needed_bytes(before, after, hot_before, {}) == 40
     # Hot bytes that merely shuffle between HDD dirs bring nothing to the SSD class.
-    assert needed_bytes(before, after, must_leave, 0) == 20
+    assert needed_bytes(before, after, hot_before, {(2, "/hdd"): 20}) == 20
 
 
 def test_an_excluded_broker_gives_up_everything():
     before = dirs((1, "hdd", 30), (2, "hdd", 30), (3, "hdd", 30))
     after = dirs((1, "hdd", 45), (2, "hdd", 45), (3, "hdd", 0))
-    assert needed_bytes(before, after, {}, 0, exclude=(3,)) == 30
+    assert needed_bytes(before, after, {}, {}, exclude=(3,)) == 30
 
 
 def test_balance_is_max_over_mean_per_media_and_per_direction():
