@@ -21,6 +21,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from kafkactl.cluster.protocol import control, produce_request
+from kafkactl.cluster.protocol.bounds import check_request_body
 from kafkactl.cluster.protocol.framing import (
     FrameError,
     encode_unsigned_varint,
@@ -76,6 +77,8 @@ def decode_request(frame: bytes, api_key: int, api_version: int):
     if api_key == PRODUCE_API_KEY and produce_request.MIN_VERSION <= api_version <= produce_request.MAX_VERSION:
         body, size = produce_request.read_produce_request(frame, header.body_offset, api_version)
     else:
+        # kio reserves by declared counts: nothing reaches it unchecked.
+        check_request_body(cls, frame, header.body_offset)
         try:
             body, size = _reader(cls)(frame, header.body_offset)
         except Exception as error:  # kio's native reader raises several kinds

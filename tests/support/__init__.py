@@ -1,0 +1,1 @@
+"""Helpers shared by unit and integration tests (on pytest's pythonpath as `support`)."""
