@@ -54,6 +54,8 @@ from kafkactl.cluster.protocol.framing import FrameError
 
 # A walker takes (frame, position, end) and returns the position after what it read.
 Walker = Callable[[memoryview, int, int], int]
+# Told (position, kind, compact) of each declared length as it is read; None in the broker.
+Trace = Callable[[int, str, bool], None]
 
 INT32_MAX = 2**31 - 1
 _INT16 = struct.Struct(">h")
@@ -103,9 +105,20 @@ def _need(position: int, size: int, end: int, what: str) -> int:
 
 # --- lengths ----------------------------------------------------------------
 
-def _length_reader(name: str, kind: str, flexible: bool):
+def _length_reader(name: str, kind: str, flexible: bool, trace: Trace | None):
     """Reads a declared length: (-1 for null, else the length; the position after it).
     kind: string, bytes or array."""
+    reader = _untraced_length_reader(name, kind, flexible)
+    if trace is None:
+        return reader
+
+    def traced(frame, position, end):
+        trace(position, kind, flexible)
+        return reader(frame, position, end)
+    return traced
+
+
+def _untraced_length_reader(name: str, kind: str, flexible: bool):
     if flexible:
         def compact(frame, position, end):
             value, position = read_uvarint(frame, position, end)
@@ -124,8 +137,8 @@ def _length_reader(name: str, kind: str, flexible: bool):
     return legacy
 
 
-def _sized_walker(name: str, kind: str, flexible: bool, nullable: bool) -> Walker:
-    read_length = _length_reader(name, kind, flexible)
+def _sized_walker(name: str, kind: str, flexible: bool, nullable: bool, trace: Trace | None) -> Walker:
+    read_length = _length_reader(name, kind, flexible, trace)
 
     def walk(frame, position, end):
         length, position = read_length(frame, position, end)
@@ -138,8 +151,8 @@ def _sized_walker(name: str, kind: str, flexible: bool, nullable: bool) -> Walke
 
 
 def _array_walker(name: str, element: Walker, element_min_size: int,
-                  flexible: bool, nullable: bool) -> Walker:
-    read_length = _length_reader(name, "array", flexible)
+                  flexible: bool, nullable: bool, trace: Trace | None) -> Walker:
+    read_length = _length_reader(name, "array", flexible, trace)
     least = max(element_min_size, 1)
     fixed = getattr(element, "fixed_size", None) == element_min_size > 0
 
@@ -171,18 +184,38 @@ def _fixed_walker(name: str, size: int) -> Walker:
 @cache
 def walker(cls) -> Walker:
     """The compiled walk of one kio entity class (requests and their nested entities)."""
-    return _compile(cls)[0]
+    return _compile(cls, None)[0]
+
+
+def length_positions(cls, frame: memoryview, position: int) -> list[tuple[int, str, bool]]:
+    """Where the body of `cls` at `position` declares lengths: (position, kind,
+    compact) for every string, bytes and array length, in frame order. For
+    fuzzing (tests, scripts); raises FrameError as check_request_body does."""
+    found: list[tuple[int, str, bool]] = []
+    _compile(cls, _Recorder(found))[0](frame, position, len(frame))
+    return found
+
+
+class _Recorder:
+    """A Trace that appends to one list (compiled walkers keep their Trace,
+    so each call of length_positions compiles anew: tests only)."""
+
+    def __init__(self, found: list) -> None:
+        self.found = found
+
+    def __call__(self, position: int, kind: str, compact: bool) -> None:
+        self.found.append((position, kind, compact))
 
 
 @cache
-def _compile(cls) -> tuple[Walker, int]:
+def _compile(cls, trace: Trace | None) -> tuple[Walker, int]:
     flexible = bool(cls.__flexible__)
     steps: list[Walker] = []
     tagged: dict[int, Walker] = {}
     min_size = 1 if flexible else 0   # the tagged-field count
     for field in fields(cls):
         tag = get_field_tag(field)
-        step, size = _field_walker(cls, field, flexible, tagged=tag is not None)
+        step, size = _field_walker(cls, field, flexible, tag is not None, trace)
         if tag is None:
             steps.append(step)
             min_size += size
@@ -244,38 +277,39 @@ def _fixed_run(size: int) -> Walker:
     return _fixed_walker(f"{size} bytes of fixed-size fields", size)
 
 
-def _field_walker(cls, field, flexible: bool, tagged: bool) -> tuple[Walker, int]:
+def _field_walker(cls, field, flexible: bool, tagged: bool, trace: Trace | None) -> tuple[Walker, int]:
     """(walker, least wire size) of one field."""
     name = f"{cls.__name__}.{field.name}"
     nullable = False if tagged else is_optional(field)
     shape = classify_field(field)
     if isinstance(shape, (EntityField, EntityTupleField)):
-        element, element_size = _compile(shape.type_)
+        element, element_size = _compile(shape.type_, trace)
         if isinstance(shape, EntityTupleField):
-            return (_array_walker(name, element, element_size, flexible, nullable),
+            return (_array_walker(name, element, element_size, flexible, nullable, trace),
                     1 if flexible else 4)
         if nullable:
             return _nullable_struct_walker(name, element), 1
         return element, element_size
     element, element_size = _primitive_walker(name, get_schema_field_type(field), flexible,
-                                              nullable and isinstance(shape, PrimitiveField))
+                                              nullable and isinstance(shape, PrimitiveField), trace)
     if isinstance(shape, PrimitiveTupleField):
-        return (_array_walker(name, element, element_size, flexible, nullable),
+        return (_array_walker(name, element, element_size, flexible, nullable, trace),
                 1 if flexible else 4)
     assert isinstance(shape, PrimitiveField)
     return element, element_size
 
 
-def _primitive_walker(name: str, kafka_type: str, flexible: bool, nullable: bool) -> tuple[Walker, int]:
+def _primitive_walker(name: str, kafka_type: str, flexible: bool, nullable: bool,
+                      trace: Trace | None) -> tuple[Walker, int]:
     if kafka_type in FIXED_SIZES:
         size = FIXED_SIZES[kafka_type]
         step = _fixed_walker(name, size)
         step.fixed_size = size   # type: ignore[attr-defined]
         return step, size
     if kafka_type in _STRINGS:
-        return _sized_walker(name, "string", flexible, nullable), 1 if flexible else 2
+        return _sized_walker(name, "string", flexible, nullable, trace), 1 if flexible else 2
     if kafka_type in _BYTES:
-        return _sized_walker(name, "bytes", flexible, nullable), 1 if flexible else 4
+        return _sized_walker(name, "bytes", flexible, nullable, trace), 1 if flexible else 4
     raise FrameError(f"{name}: kafka_type {kafka_type!r} has no bounds rule")
 
 

@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.producers import BackgroundProducer  # noqa: F401  (re-exported for the broker tests)
+
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 
 # Record batch (magic v2) header layout, see wire-compat.md.
@@ -282,69 +284,6 @@ class RawClient:
                 raise ConnectionError("connection closed by the broker")
             data += chunk
         return bytes(data)
-
-
-class BackgroundProducer:
-    """confluent-kafka, acks=all, idempotent, partition 0, from a thread: message
-    `index` is `value(index)`; keeps each acknowledged one's offset by index.
-
-    Sends `burst` messages, then sleeps `pause_s`: a steady stream at a bounded
-    rate rather than one burst."""
-
-    def __init__(self, bootstrap: str, topic: str, value, linger_ms: int, burst: int, pause_s: float,
-                 keyed: bool = False) -> None:
-        from confluent_kafka import Producer
-
-        self.topic = topic
-        self.value = value
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "linger.ms": linger_ms, "message.timeout.ms": 90000, "reconnect.backoff.max.ms": 200,
-        })
-        self.lock = threading.Lock()
-        self.acknowledged: dict[int, int] = {}
-        self.errors: list[str] = []
-        self.sent = 0
-        self._burst = burst
-        self._pause_s = pause_s
-        self._keyed = keyed
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
-
-    def _on_delivery(self, index: int, error, message) -> None:
-        with self.lock:
-            if error is not None:
-                self.errors.append(f"{index}: {error}")
-            else:
-                self.acknowledged[index] = message.offset()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            index = self.sent
-            try:
-                self.producer.produce(
-                    self.topic, value=self.value(index), key=b"%d" % index if self._keyed else None,
-                    partition=0, on_delivery=lambda error, message, i=index: self._on_delivery(i, error, message))
-            except BufferError:
-                self.producer.poll(0.05)
-                continue
-            self.sent += 1
-            self.producer.poll(0)
-            if self.sent % self._burst == 0:
-                time.sleep(self._pause_s)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def acked_count(self) -> int:
-        with self.lock:
-            return len(self.acknowledged)
-
-    def stop_and_flush(self, timeout_s: float = 90) -> int:
-        """Stops sending; the number of messages still unacknowledged after the flush."""
-        self._stop.set()
-        self._thread.join(10)
-        return self.producer.flush(timeout_s)
 
 
 def fetch_request(topic: str, offset: int, max_wait_ms: int, min_bytes: int = 1,
