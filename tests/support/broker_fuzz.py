@@ -33,6 +33,7 @@ from kafkactl.cluster.broker.broker_client import decode_response, encode_reques
 from kafkactl.cluster.protocol import apis
 from support.frame_fuzz import mutate
 from support.recording_proxy import RecordingProxy
+from support.sockets import read_exactly
 
 HEALTH_TIMEOUT_S = 5.0
 CASE_TIMEOUT_S = 2.0
@@ -158,11 +159,11 @@ class FuzzRun:
             try:
                 sock.sendall(data)
                 sock.shutdown(socket.SHUT_WR)
-                answered = False
+                answered = b""
                 while chunk := sock.recv(65536):
-                    answered = True
+                    answered += chunk[:1]
                 self.report.closed_by_broker += 1
-                self.report.answered += answered
+                self.report.answered += bool(answered)
             except socket.timeout:
                 pass   # a long poll, or a frame the broker still waits for: ours to close
             except OSError:
@@ -224,8 +225,8 @@ def _answers(target: Target, request) -> str | None:
     try:
         with socket.create_connection((target.host, target.port), timeout=HEALTH_TIMEOUT_S) as sock:
             sock.sendall(encode_request(request, 1, "fuzz-health"))
-            (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-            decode_response(_read_exactly(sock, size), _response_class(request), 1)
+            (size,) = struct.unpack(">i", read_exactly(sock, 4))
+            decode_response(read_exactly(sock, size), _response_class(request), 1)
     except (OSError, ConnectionError) as error:
         return f"no answer within {HEALTH_TIMEOUT_S} s: {error}"
     return None
@@ -234,16 +235,6 @@ def _answers(target: Target, request) -> str | None:
 def _response_class(request):
     from kio.index import load_response_schema
     return load_response_schema(request.__api_key__, request.__version__)
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return bytes(data)
 
 
 def _alive(pid: int) -> bool:

@@ -23,9 +23,9 @@ import struct
 import crc32c
 
 from kafkactl.cluster.protocol import apis, control, record_batch
-from kafkactl.cluster.protocol.bounds import length_positions
+from kafkactl.cluster.protocol.bounds import length_positions, read_uvarint
 from kafkactl.cluster.protocol.codec import request_class
-from kafkactl.cluster.protocol.framing import FrameError
+from kafkactl.cluster.protocol.framing import FrameError, encode_unsigned_varint
 
 EXTREME_COUNTS = (0, 1, 2, 127, 128, 16383, 16384, 2**31 - 1, 2**32 - 2, 2**32 - 1)
 
@@ -131,7 +131,7 @@ def _declared_length(frame: bytes, rng: random.Random,
             return frame[:position] + encoded + frame[end:], f"{kind} length at {position} as a 6-byte varint"
         value = rng.choice(EXTREME_COUNTS + (old_value - 1, old_value + 1, old_value + 2))
         value = max(value, 0)
-        return (frame[:position] + _uvarint(value) + frame[end:],
+        return (frame[:position] + encode_unsigned_varint(value) + frame[end:],
                 f"compact {kind} length at {position}: {old_value - 1} -> {value - 1}")
     width = 2 if kind == "string" else 4
     (old_value,) = struct.unpack_from(">h" if width == 2 else ">i", frame, position)
@@ -144,27 +144,11 @@ def _declared_length(frame: bytes, rng: random.Random,
 
 
 def _read_uvarint(data: bytes, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return read_uvarint(memoryview(data), position, len(data))
 
 
 def _overlong_uvarint(value: int) -> bytes:
-    encoded = bytearray(_uvarint(value))
+    encoded = bytearray(encode_unsigned_varint(value))
     encoded[-1] |= 0x80
     return bytes(encoded) + b"\x80" * (5 - len(encoded)) + b"\x00"
 
@@ -198,7 +182,8 @@ def _record_batch(frame: bytes, rng: random.Random, records: list[tuple[int, str
 
 def _edit_batch(batch: bytearray, edit: str, rng: random.Random) -> str:
     if edit == "record_count":
-        value = rng.choice((0, 1, 2, 1000, 2**31 - 1, -1))
+        current = struct.unpack_from(">i", batch, 57)[0]
+        value = rng.choice([v for v in (0, 1, 2, 1000, 2**31 - 1, -1) if v != current])
         struct.pack_into(">i", batch, 57, value)
         return f"recordCount {value}"
     if edit == "last_offset_delta":
@@ -237,5 +222,5 @@ def _edit_batch(batch: bytearray, edit: str, rng: random.Random) -> str:
 
 def _with_records(frame: bytes, position: int, start: int, length: int, records: bytes,
                   compact: bool) -> bytes:
-    prefix = _uvarint(len(records) + 1) if compact else struct.pack(">i", len(records))
+    prefix = encode_unsigned_varint(len(records) + 1) if compact else struct.pack(">i", len(records))
     return frame[:position] + prefix + records + frame[start + length:]

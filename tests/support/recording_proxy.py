@@ -19,6 +19,7 @@ from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from kafkactl.cluster.protocol.codec import request_class
+from support.sockets import read_exactly
 
 METADATA = 3
 API_VERSIONS = 18
@@ -99,18 +100,8 @@ class RecordingProxy:
 
 
 def _read_frame(sock: socket.socket) -> bytes:
-    (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-    return _read_exactly(sock, size)
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return bytes(data)
+    (size,) = struct.unpack(">i", read_exactly(sock, 4))
+    return read_exactly(sock, size)
 
 
 def _close(*sockets: socket.socket) -> None:

@@ -13,7 +13,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass

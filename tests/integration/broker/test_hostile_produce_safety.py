@@ -19,11 +19,12 @@ from broker_support import BackgroundProducer, kafka_python_consume, wait_for_le
 from kio.index import load_response_schema
 
 from kafkactl.cluster.broker.broker_client import decode_response
-from kafkactl.cluster.protocol.bounds import length_positions
+from kafkactl.cluster.protocol.bounds import length_positions, read_uvarint
 from kafkactl.cluster.protocol.codec import request_class
 from kafkactl.cluster.protocol.record_batch import parse_header
 from support.broker_fuzz import capture_client_frames
 from support.frame_fuzz import BATCH_EDITS, mutate_batch
+from support.sockets import read_exactly
 
 pytestmark = pytest.mark.slow
 
@@ -47,23 +48,13 @@ def produce_answer(broker, data: bytes) -> tuple[int, int] | None:
     with socket.create_connection((broker.host, broker.port), timeout=30) as sock:
         sock.sendall(data)
         try:
-            size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-            frame = _read_exactly(sock, size)
+            size = struct.unpack(">i", read_exactly(sock, 4))[0]
+            frame = read_exactly(sock, size)
         except ConnectionError:
             return None
     response = decode_response(frame, load_response_schema(0, api_version), correlation_id)
     partition = response.responses[0].partition_responses[0]
     return int(partition.error_code), int(partition.base_offset)
-
-
-def _read_exactly(sock, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return bytes(data)
 
 
 def records_in(data: bytes) -> int:
@@ -90,14 +81,8 @@ def _records_length(frame, position: int, compact: bool) -> tuple[int, int]:
     """(length, where the records start) of a records field's length prefix."""
     if not compact:
         return struct.unpack_from(">i", frame, position)[0], position + 4
-    value = shift = 0
-    while True:
-        byte = frame[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value - 1, position
-        shift += 7
+    value, start = read_uvarint(frame, position, len(frame))
+    return value - 1, start
 
 
 def test_edited_batches_next_to_an_acks_all_producer_lose_and_leak_nothing(start_cluster):
