@@ -96,6 +96,10 @@ class DecisionBuilder:
     def has_state_writes(self) -> bool:
         return bool(self._state_writes)
 
+    def writes_state_of(self, tp: TopicPartition) -> bool:
+        """Whether this decision already writes the partition's state."""
+        return tp in self._state_writes
+
     def decision(self, retry: Redo | None = None, then: Next | None = None) -> Decision:
         others = len(self._writes) - len(self._state_writes)
         invariant(not (self._state_writes and others),

@@ -7,8 +7,12 @@ live leader is Online, with a dead one Offline, without a state New; a
 replica on a live broker is Online, else Offline). `on_controller_failover`
 then sends every live broker the full picture (UpdateMetadata with every
 partition, a full LeaderAndIsr with all its replicas), elects New and
-Offline partitions, and resumes what the previous controller left: partition
-reassignments, topic deletions, a preferred replica election.
+Offline partitions, takes every broker that is not registered out of every
+ISR it is still in (Kafka moves each replica on a dead broker to
+OfflineReplica when its controller starts: brokers that died before or with
+the old controller, or while there was none, were never taken out), and
+resumes what the previous controller left: partition reassignments, topic
+deletions, a preferred replica election.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Iterable, Mapping
 
 from kafkactl.cluster.controller import replica_state_machine as rsm
 from kafkactl.cluster.controller.builder import DecisionBuilder, chain
-from kafkactl.cluster.controller.changes import online_or_elect, redo_online_or_elect
+from kafkactl.cluster.controller.changes import online_or_elect, remove_from_isr
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext, parse_unclean_override
 from kafkactl.cluster.controller.deletion import resume_deletions_decision
 from kafkactl.cluster.controller.model import Decision, DeleteNotification, ReplicaAssignment, TopicPartition
@@ -95,13 +99,38 @@ def on_controller_failover(ctx: ControllerContext, isr_change_notifications: Ite
         if tp in ctx.leadership and not ctx.is_queued_for_deletion(tp.topic):
             b.batch.leader_and_isr([r for r in ctx.replicas(tp) if ctx.is_broker_live(r)], tp)
     online_or_elect(b, ctx.partitions_without_leader())
+    remove_dead_from_isr(b, ctx.all_partitions())
     then = chain(
         resume_reassignments,
         resume_deletions_decision,
         _resume_preferred_election,
         partial(_delete_notifications, paths=tuple(isr_change_notifications)),
     )
-    return b.decision(retry=redo_online_or_elect, then=then)
+    return b.decision(retry=redo_failover, then=then)
+
+
+def remove_dead_from_isr(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
+    """Partitions with a live leader lose their unregistered ISR members (one
+    conditional write each). A partition this decision already writes (just
+    elected) has its ISR from live brokers already."""
+    ctx = b.ctx
+    live, leadership = ctx.live_brokers, ctx.leadership
+    for tp in tps:
+        state = leadership.get(tp)
+        if (state is None or state.leader not in live or ctx.is_queued_for_deletion(tp.topic)
+                or b.writes_state_of(tp)):
+            continue
+        dead = [r for r in state.isr if r not in live]
+        if dead:
+            remove_from_isr(b, tp, dead)
+
+
+def redo_failover(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
+    """The failover's partition writes that lost a race, done again from what is now read."""
+    b = DecisionBuilder(ctx)
+    online_or_elect(b, tps)
+    remove_dead_from_isr(b, sorted(tps))
+    return b.decision(retry=redo_failover)
 
 
 def _resume_preferred_election(ctx: ControllerContext) -> Decision:

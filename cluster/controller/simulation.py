@@ -211,11 +211,26 @@ class Simulation:
         controller_id = self.rng.choice(live) if live else 1
         snapshot = self.snapshot(epoch, self.zk.get(layout.CONTROLLER_EPOCH).version)
         ctx = ops.load_context(snapshot, controller_id, self.config)
+        if any(r not in snapshot.brokers for s in snapshot.partition_states.values() for r in s.isr):
+            self._count("failover_with_dead_isr_members")   # the case seed 000 D step 5 is about
         self.events.clear()                      # the new controller reads everything afresh
         self.previous = self.previous or ctx
         self._execute(ctx, ops.on_controller_failover(ctx, snapshot.isr_change_notifications))
+        self._check_isr_members_live()
         if old is not None and self.rng.random() < 0.3:
             self._check_old_controller_fenced(old)
+
+    def _check_isr_members_live(self) -> None:
+        """Once a new controller has acted, no partition it can lead keeps a
+        dead broker in its ISR (seed 000 D step 5)."""
+        ctx = self.ctx
+        for tp, state in ctx.leadership.items():
+            if ctx.is_queued_for_deletion(tp.topic) or not ctx.has_live_leader(tp):
+                continue
+            dead = [r for r in state.isr if not ctx.is_broker_live(r)]
+            if dead:
+                self.fail(f"{tp}: ISR {state.isr} keeps dead brokers {dead} after the controller failover")
+        self._count("failover_isr_checked")
 
     def _check_old_controller_fenced(self, old: ControllerContext) -> None:
         partitions = [tp for tp in old.all_partitions() if tp in old.leadership]

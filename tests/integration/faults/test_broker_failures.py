@@ -137,3 +137,33 @@ def test_kill_9_two_brokers_stops_writes_until_one_returns(faults):
     report = assert_check(cluster.bootstrap, producer, resent=outage)
     assert report.failed > 0
     cluster.wait_replicas_agree(topic)
+
+
+@pytest.mark.slow
+def test_a_new_controller_takes_the_dead_controller_out_of_every_isr(faults):
+    """No traffic, so no leader shrinks its ISR by lag (a dead follower that
+    was caught up stays caught up): only the new controller can take the
+    broker that died with the old one out of the ISRs where it was a follower
+    (seed 000 D step 5). Before the fix it stayed there indefinitely."""
+    cluster = faults(brokers=4)
+    ids = cluster.broker_ids
+    old = cluster.controller()
+    assert old is not None
+    # 12 partitions, every set of three brokers several times: the controller
+    # follows in some, leads in others.
+    topic = cluster.create_topic("failover-isr", 12, assignment={
+        p: [ids[(p + i) % len(ids)] for i in (0, 1, 3)] if p % 2 else [ids[(p + i) % len(ids)] for i in range(3)]
+        for p in range(12)})
+    followed = [p for p, s in cluster.states(topic).items() if old in s.isr and s.leader != old]
+    assert followed, cluster.describe(topic)
+    cluster.kill(old)
+    new = wait_until(lambda: (c := cluster.controller()) not in (None, old) and c,
+                     15, f"a controller other than {old}", diagnose=lambda: cluster.describe(topic))
+
+    def every_isr_member_registered() -> bool:
+        registered = cluster.registered()
+        return all(s is not None and s.leader in registered and set(s.isr) <= registered
+                   for s in cluster.states(topic).values())
+    wait_until(every_isr_member_registered, 10,
+               f"every ISR member registered after controller {new} took over from {old}",
+               diagnose=lambda: cluster.describe(topic))

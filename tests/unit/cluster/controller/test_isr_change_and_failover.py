@@ -77,3 +77,25 @@ def test_failover_marks_unelectable_partitions_leaderless():
     ctx = make_context(live=(2,), topics={"t": {0: [1, 2]}}, states={("t", 0): state(1, [1])})
     (write,) = on_controller_failover(ctx).zk_writes
     assert (write.state.leader, write.state.isr) == (NO_LEADER, [1])
+
+
+def test_failover_takes_brokers_that_died_before_it_out_of_every_isr():
+    """Broker 3 died with (or before) the old controller: it follows in T0 and
+    T1 and must leave both ISRs; T2's leader is live with a live ISR (untouched);
+    T3 lost its leader and is elected from the live ISR (one write, no second)."""
+    topics = {"t": {0: [1, 2, 3], 1: [2, 3], 2: [1, 2], 3: [3, 1]}}
+    ctx = make_context(live=(1, 2), topics=topics, states={
+        ("t", 0): state(1, [1, 3, 2]), ("t", 1): state(2, [2, 3]),
+        ("t", 2): state(1, [1, 2]), ("t", 3): state(3, [3, 1])})
+    decision = on_controller_failover(ctx)
+    writes = {w.topic_partition: w.state for w in decision.zk_writes}
+    assert (writes[T0].leader, writes[T0].isr) == (1, [1, 2])
+    assert (writes[T1].leader, writes[T1].isr) == (2, [2])
+    assert TopicPartition("t", 2) not in writes
+    assert (writes[TopicPartition("t", 3)].leader, writes[TopicPartition("t", 3)].isr) == (1, [1])
+    announced = {(r.broker_id, p.topic_partition): tuple(p.isr) for r in decision.requests
+                 if isinstance(r, LeaderAndIsr) for p in r.partitions}
+    assert announced[(1, T0)] == (1, 2) and announced[(2, T1)] == (2,)
+    after = commit(ctx, decision)
+    assert all(set(s.isr) <= {1, 2} for s in after.leadership.values())
+    check_invariants(after, ctx)

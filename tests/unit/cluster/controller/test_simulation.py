@@ -46,7 +46,8 @@ def _assert_faults_were_exercised(totals):
     # The run is only worth something if the hard cases happened.
     for name in ("write_bad_version", "write_node_exists", "raced", "old_controller_fenced", "stale_broker_epoch",
                  "stray_removed", "lost", "reordered", "shutdown_with_partitions_remaining", "leader_isr_write_refused",
-                 "event_stop_replica_response", "event_reassign", "event_isr_change", "event_preferred"):
+                 "event_stop_replica_response", "event_reassign", "event_isr_change", "event_preferred",
+                 "failover_with_dead_isr_members"):
         assert totals.get(name, 0) > 0, f"no {name} in {SEEDS} seeds: {sorted(totals.items())}"
 
 
