@@ -1,4 +1,13 @@
-"""Metadata: brokers, topics, partitions, leaders, ISRs; topic auto-creation."""
+"""Metadata: brokers, topics, partitions, leaders, ISRs; topic auto-creation.
+
+Replicas on brokers that are not alive, as ZooKeeper-mode Kafka answers them
+(MetadataCache.getPartitionMetadata): version 0 filters them out of the
+replica and ISR lists and marks the partition REPLICA_NOT_AVAILABLE (its
+clients had no other way to learn of them); version 1 and later list every
+replica and ISR member as they are, with error NONE, and from version 5 name
+the unavailable ones in `offline_replicas`. A leader that is not alive is
+LEADER_NOT_AVAILABLE with leader -1 in every version.
+"""
 
 from __future__ import annotations
 
@@ -58,25 +67,32 @@ def _topic(cls, services, snapshot, name: str, allow_auto_create: bool):
         error = _missing_topic_error(services, snapshot, name, allow_auto_create)
         return nested(cls, "MetadataResponseTopic", error_code=error, name=name,
                       topic_id=None, is_internal=False, partitions=())
+    filter_unavailable = cls.__version__ == 0
     partitions = tuple(
-        _partition(cls, snapshot, topic, index) for index in sorted(topic.assignment.partitions)
+        _partition(cls, snapshot, topic, index, filter_unavailable) for index in sorted(topic.assignment.partitions)
     )
     topic_id = topic_id_from_string(topic.assignment.topic_id) if topic.assignment.topic_id else None
     return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=name,
                   topic_id=topic_id, is_internal=False, partitions=partitions)
 
 
-def _partition(cls, snapshot, topic, index: int):
+def _partition(cls, snapshot, topic, index: int, filter_unavailable: bool):
+    live = snapshot.brokers
     replicas = topic.assignment.partitions[index]
     state = topic.states.get(index)
-    offline = tuple(r for r in replicas if r not in snapshot.brokers)
-    if state is None or state.leader not in snapshot.brokers:
-        error, leader, epoch, isr = ErrorCode.leader_not_available, -1, (state.leader_epoch if state else -1), (state.isr if state else [])
+    isr = state.isr if state else []
+    offline = tuple(r for r in replicas if r not in live)
+    shown_replicas = [r for r in replicas if r in live] if filter_unavailable else replicas
+    shown_isr = [r for r in isr if r in live] if filter_unavailable else isr
+    if state is None or state.leader not in live:
+        error, leader, epoch = ErrorCode.leader_not_available, -1, (state.leader_epoch if state else -1)
     else:
-        error, leader, epoch, isr = ErrorCode.none, state.leader, state.leader_epoch, state.isr
+        unavailable = len(shown_replicas) < len(replicas) or len(shown_isr) < len(isr)
+        error = ErrorCode.replica_not_available if unavailable else ErrorCode.none
+        leader, epoch = state.leader, state.leader_epoch
     return nested(cls, "MetadataResponsePartition", error_code=error, partition_index=index,
-                  leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(replicas),
-                  isr_nodes=tuple(isr), offline_replicas=offline)
+                  leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(shown_replicas),
+                  isr_nodes=tuple(shown_isr), offline_replicas=offline)
 
 
 def _missing_topic_error(services, snapshot, name: str, allow_auto_create: bool) -> ErrorCode:
