@@ -299,6 +299,12 @@ class Log:
     def latest_epoch(self) -> int | None:
         return self._epoch_cache.latest_epoch
 
+    def segment_summaries(self) -> list[tuple[int, int, int]]:
+        """(base offset, size in bytes, last modified ms) of every segment, oldest first."""
+        with self._lock:
+            segments = self._segments
+        return [(s.base_offset, s.size_bytes, s.last_modified_ms()) for s in segments]
+
     @property
     def closed(self) -> bool:
         return self._closed

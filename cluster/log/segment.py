@@ -291,6 +291,13 @@ class LogSegment:
         self.offset_index.release()
         self.time_index.release()
 
+    def last_modified_ms(self) -> int:
+        """The log file's modification time (ListOffsets v0 asks by it); 0 once deleted."""
+        try:
+            return os.stat(self.file.path).st_mtime_ns // 1_000_000
+        except OSError:
+            return 0
+
     def largest_timestamp_ms(self) -> int:
         """Retention's clock: the largest record timestamp, else the file's mtime."""
         if self.max_timestamp_ms >= 0:

@@ -36,7 +36,7 @@ class VersionRange:
 SUPPORTED: dict[int, VersionRange] = {
     PRODUCE: VersionRange(0, 9, 3),
     FETCH: VersionRange(4, 12, 4),
-    LIST_OFFSETS: VersionRange(1, 7, 1),
+    LIST_OFFSETS: VersionRange(0, 7, 0),              # v0: protocol/old_versions.py
     METADATA: VersionRange(0, 12, 0),
     FIND_COORDINATOR: VersionRange(0, 4, 0),
     API_VERSIONS: VersionRange(0, 4, 0),

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-from kafkactl.cluster.protocol import control, produce_request
+from kafkactl.cluster.protocol import control, old_versions, produce_request
 from kafkactl.cluster.protocol.bounds import check_request_body
 from kafkactl.cluster.protocol.framing import (
     FrameError,
@@ -43,14 +43,14 @@ class FileRegionLike(Protocol):
 def request_class(api_key: int, api_version: int):
     if control.is_control_api(api_key):  # the ZooKeeper-era APIs kio lacks
         return control.control_request_class(api_key, api_version)
-    return load_request_schema(api_key, api_version)
+    return old_versions.request_class(api_key, api_version) or load_request_schema(api_key, api_version)
 
 
 @cache
 def response_class(api_key: int, api_version: int):
     if control.is_control_api(api_key):
         return control.control_response_class(api_key, api_version)
-    return load_response_schema(api_key, api_version)
+    return old_versions.response_class(api_key, api_version) or load_response_schema(api_key, api_version)
 
 
 @cache

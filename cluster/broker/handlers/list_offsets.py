@@ -22,6 +22,8 @@ DEBUGGING_REPLICA_ID = -2
 
 
 def handle(services, header, request):
+    if header.api_version == 0:
+        return _handle_v0(services, request)
     cls = response_class(2, header.api_version)
     replica_manager = services.replica_manager
     debugging = request.replica_id == DEBUGGING_REPLICA_ID
@@ -94,3 +96,74 @@ def _replica_offset(replica_manager, topic: str, index: int, timestamp: int, cur
     if found is None:
         return ErrorCode.none, -1, -1
     return ErrorCode.none, found[0], found[1]
+
+
+# --- version 0: a list of offsets per partition ----------------------------------
+
+def _handle_v0(services, request):
+    cls = response_class(2, 0)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            error, offsets = _offsets_v0(services, topic.name, partition, request.replica_id)
+            partitions.append(nested(cls, "ListOffsetsPartitionResponse", partition_index=partition.partition_index,
+                                     error_code=error, old_style_offsets=tuple(offsets)))
+        topics.append(nested(cls, "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
+    return make(cls, topics=tuple(topics))
+
+
+def _offsets_v0(services, topic: str, partition, replica_id: int) -> tuple[ErrorCode, list[int]]:
+    replica_manager = services.replica_manager
+    if partition.max_num_offsets < 0:   # Kafka fails on it (a negative array size): say why instead
+        return ErrorCode.invalid_request, []
+    debugging = replica_id == DEBUGGING_REPLICA_ID
+    if debugging:   # any replica answers from its own log, as in later versions
+        error, high_watermark, _ = _replica_offset(replica_manager, topic, partition.partition_index,
+                                                   LATEST_TIMESTAMP, -1)
+    else:
+        error, high_watermark, _ = replica_manager.offset_for(topic, partition.partition_index, LATEST_TIMESTAMP, -1)
+    if error != ErrorCode.none:
+        return error, []
+    log_ = replica_manager.get(topic, partition.partition_index).log
+    points = offset_time_points(log_.segment_summaries(), log_.log_start_offset, log_.log_end_offset,
+                                services.clock_ms())
+    offsets = legacy_offsets(points, partition.timestamp, partition.max_num_offsets)
+    if replica_id == -1 and partition.timestamp == LATEST_TIMESTAMP:
+        offsets = capped_at_high_watermark(offsets, high_watermark)
+    return ErrorCode.none, offsets
+
+
+def offset_time_points(segments: list[tuple[int, int, int]], log_start_offset: int, log_end_offset: int,
+                       now_ms: int) -> list[tuple[int, int]]:
+    """Kafka 2.x's (offset, time) points of a log for ListOffsets v0: each
+    segment's base offset (not below the log start) with its last
+    modification, then the log end offset at `now_ms` if the active segment
+    holds anything. `segments` are (base offset, size, last modified ms)."""
+    points = [(max(base, log_start_offset), modified) for base, _, modified in segments]
+    if segments and segments[-1][1] > 0:
+        points.append((log_end_offset, now_ms))
+    return points
+
+
+def legacy_offsets(points: list[tuple[int, int]], timestamp: int, max_num_offsets: int) -> list[int]:
+    """Up to `max_num_offsets` offsets, newest first: from the last point
+    (latest, -1), the first (earliest, -2), or the last point whose time is
+    at or before `timestamp`, going back through older points."""
+    if timestamp == LATEST_TIMESTAMP:
+        start = len(points) - 1
+    elif timestamp == EARLIEST_TIMESTAMP:
+        start = 0
+    else:
+        start = next((i for i in range(len(points) - 1, -1, -1) if points[i][1] <= timestamp), -1)
+    chosen = [points[i][0] for i in range(start, max(start - max_num_offsets, -1), -1)]
+    return sorted(chosen, reverse=True)
+
+
+def capped_at_high_watermark(offsets: list[int], high_watermark: int) -> list[int]:
+    """A consumer never learns an offset above the high watermark: those are
+    replaced by the high watermark itself (Kafka's ReplicaManager does this)."""
+    if not any(offset > high_watermark for offset in offsets):
+        return offsets
+    return [high_watermark] + [offset for offset in offsets if offset <= high_watermark]
+

@@ -53,3 +53,48 @@ def test_every_version_answers_each_partition_with_its_fields(dispatcher, versio
     assert answers[1].timestamp == -1
     if version >= 4:
         assert (answers[1].leader_epoch, answers[9].leader_epoch) == (4, -1)
+
+
+# --- version 0 (kafka-python 1.4.x asks for watermarks with it) -------------------
+
+from kafkactl.cluster.broker.handlers.list_offsets import (  # noqa: E402
+    capped_at_high_watermark, legacy_offsets, offset_time_points,
+)
+from kafkactl.cluster.protocol import old_versions  # noqa: E402
+
+
+def ask_v0(dispatcher, partitions, replica_id=-1):
+    request = old_versions.ListOffsetsRequest(replica_id=replica_id, topics=(old_versions.ListOffsetsTopic(
+        name="t", partitions=tuple(old_versions.ListOffsetsPartition(partition_index=p, timestamp=t, max_num_offsets=n)
+                                   for p, t, n in partitions)),))
+    frame = encode_request(request, 4, "kafka-python-1.4.7")[4:]
+    response = decode_response(dispatcher.dispatch(frame)[4:], response_class(2, 0), 4)
+    return [(p.partition_index, ErrorCode(p.error_code), list(p.old_style_offsets))
+            for p in response.topics[0].partitions]
+
+
+def test_version_0_answers_watermarks_as_lists_of_offsets(dispatcher):
+    # partition 1 holds 3 records, all below the high watermark of a 1-replica ISR
+    assert ask_v0(dispatcher, [(1, -1, 1), (1, -2, 1), (0, -1, 1), (9, -1, 1)]) == [
+        (1, ErrorCode.none, [3]), (1, ErrorCode.none, [0]), (0, ErrorCode.none, [0]),
+        (9, ErrorCode.unknown_topic_or_partition, [])]
+
+
+def test_version_0_latest_with_more_offsets_lists_segment_starts_newest_first(dispatcher):
+    assert ask_v0(dispatcher, [(1, -1, 5)]) == [(1, ErrorCode.none, [3, 0])]
+    assert ask_v0(dispatcher, [(1, -1, 1)], replica_id=-2) == [(1, ErrorCode.none, [3])]
+    assert ask_v0(dispatcher, [(1, -1, -1)]) == [(1, ErrorCode.invalid_request, [])]
+
+
+def test_legacy_offset_rules_with_literal_segments():
+    # segments at 0 (modified at t=100), 50 (t=200), 80 (active, t=300, not empty); log end 95
+    points = offset_time_points([(0, 10, 100), (50, 10, 200), (80, 5, 300)], 20, 95, now_ms=400)
+    assert points == [(20, 100), (50, 200), (80, 300), (95, 400)]
+    assert legacy_offsets(points, -1, 1) == [95]
+    assert legacy_offsets(points, -1, 3) == [95, 80, 50]
+    assert legacy_offsets(points, -2, 3) == [20]
+    assert legacy_offsets(points, 250, 10) == [50, 20]      # last point at or before t=250, then older
+    assert legacy_offsets(points, 50, 10) == []             # nothing that old
+    assert offset_time_points([(0, 0, 100)], 0, 0, now_ms=400) == [(0, 100)]   # an empty active segment
+    assert capped_at_high_watermark([95, 80, 50], 90) == [90, 80, 50]
+    assert capped_at_high_watermark([80, 50], 90) == [80, 50]
