@@ -386,13 +386,17 @@ def _lz4(payload, limit: int):
 
 
 def _zstd(payload, limit: int):
-    """The first frame, bounded by the one-shot call (it also fails on a
-    truncated frame), then a second pass to find bytes after that frame:
+    """The first frame, bounded by its declared content size or the one-shot
+    call's max_output_size (that call also fails on a truncated frame), then a second pass to find bytes after that frame:
     zstd's one-shot call ignores them and its stream reader ignores
     truncation, and neither alone says both."""
     import zstandard
 
     data = bytes(payload)
+    # The one-shot call trusts a content size in the frame header over
+    # max_output_size: a frame declaring a huge one is refused before it.
+    if zstandard.frame_content_size(data) > limit:
+        return None
     try:
         out = zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
     except zstandard.ZstdError as error:
