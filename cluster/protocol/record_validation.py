@@ -210,14 +210,11 @@ def check_records(data, record_count: int, batch_index: int) -> None:
     record is caught by the check that its fields end at its length.
     """
     end = len(data)
-    position = 0
-    index = 0
+    position = record_start = index = 0
     try:
-        while index < record_count:
-            if position >= end:
-                raise _invalid_record(batch_index, index, f"missing: the batch declares {record_count} "
-                                      f"records but its payload ends after {index}")
-            # length
+        for index in range(record_count):
+            record_start = position
+            # length: zigzag, so an odd value is negative
             byte = data[position]
             if byte < 0x80:
                 unsigned = byte
@@ -227,9 +224,9 @@ def check_records(data, record_count: int, batch_index: int) -> None:
                 position += 2
             else:
                 unsigned, position = _varint(data, position, 5, batch_index, index, "length", False)
-            length = (unsigned >> 1) ^ -(unsigned & 1)
-            record_end = position + length
-            if length < 0 or record_end > end:
+            record_end = position + (unsigned >> 1)
+            if unsigned & 1 or record_end > end:
+                length = (unsigned >> 1) ^ -(unsigned & 1)
                 raise _invalid_record(batch_index, index, f"length {length} runs past the end of the batch "
                                       f"({end - position} bytes left)")
             # attributes (unused in v2), then timestampDelta: skipped
@@ -282,25 +279,26 @@ def check_records(data, record_count: int, batch_index: int) -> None:
             elif unsigned != 1:
                 raise _invalid_record(batch_index, index, f"value length {-(unsigned + 1) >> 1} is negative "
                                       "and not -1 (null)")
+            # headerCount: most records have none
+            if position + 1 == record_end and data[position] == 0:
+                position = record_end
+                continue
             if position >= record_end:
-                raise _invalid_record(batch_index, index, f"key and value run past the record's length "
-                                      f"{length}")
-            # headerCount
-            if data[position] == 0:
-                position += 1
-            else:
-                position = _skip_headers(data, position, record_end, batch_index, index)
+                raise _invalid_record(batch_index, index, "key and value run past the record's length "
+                                      f"{record_end - record_start}")
+            position = _skip_headers(data, position, record_end, batch_index, index)
             if position != record_end:
                 raise _invalid_record(batch_index, index, f"fields end at byte {position - record_end:+d} "
-                                      f"from the declared length {length}")
-            index += 1
+                                      "from the record's declared length")
     except IndexError:
+        if record_start >= end:
+            raise _invalid_record(batch_index, index, f"missing: the batch declares {record_count} records "
+                                  f"but its payload ends after {index}") from None
         raise _invalid_record(batch_index, index, "a field runs past the end of the batch") from None
     if position != end:
         raise RecordValidationError(
             INVALID_RECORD, f"batch {batch_index}: {end - position} bytes after the last of its "
             f"{record_count} records")
-
 
 
 def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int, field: str) -> int:

@@ -238,7 +238,7 @@ def test_value_longer_than_its_record():
 def test_fields_ending_before_the_declared_length():
     fields = body(0) + b"\x00\x00"   # two bytes no field accounts for
     data = raw_batch(varint(len(fields)) + fields, 1)
-    assert_invalid_record(data, "fields end at byte -2 from the declared length", record_index=0)
+    assert_invalid_record(data, "fields end at byte -2 from the record's declared length", record_index=0)
 
 
 def test_null_key_and_null_value_are_accepted():
