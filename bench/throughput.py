@@ -8,7 +8,9 @@ and measures, in rounds so that the machine's noise spreads over every figure:
 
 - produce: `kcat -P -l FILE` of 100-byte and 1 KiB records, acks=1 and acks=-1,
   timed from starting kcat to its exit (kcat exits once every message is
-  delivered), each run into a new topic;
+  delivered), each run into a new topic; and per codec (none, gzip, snappy,
+  lz4, zstd: `-X compression.codec=...`) with compressible records, acks=1,
+  since the broker decompresses every batch to validate its records;
 - consume: `kcat -C -e -o beginning` of a topic written in ~1 MB batches and
   read with 1 MiB fetches, output discarded;
 - the limits, in the same rounds: sequential writes to the file system of the
@@ -67,7 +69,6 @@ PRODUCER_OPTIONS = (
     "batch.num.messages=1000000",
     "queue.buffering.max.messages=2000000",
     "queue.buffering.max.kbytes=16384",
-    "compression.codec=none",
 )
 # Consumer: 1 MiB fetches. fetch.wait.max.ms only matters at the end of the
 # topic: with -e, kcat exits on the first empty fetch, which the broker holds
@@ -79,12 +80,17 @@ CONSUMER_OPTIONS = (
 )
 CONSUMER_FORMAT = ""    # -f '': nothing is written per message
 
-PRODUCE_CASES = (       # (record bytes, records per run, acks)
-    (100, 1_000_000, 1),
-    (100, 1_000_000, -1),
-    (1024, 250_000, 1),
-    (1024, 250_000, -1),
+PRODUCE_CASES = (       # (record bytes, records per run, acks, codec)
+    (100, 1_000_000, 1, "none"),
+    (100, 1_000_000, -1, "none"),
+    (1024, 250_000, 1, "none"),
+    (1024, 250_000, -1, "none"),
 )
+# Per codec, on compressible records (librdkafka sends a batch uncompressed
+# when compressing does not make it smaller): 50 MB per run keeps a round short.
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODEC_CASES = tuple((record_bytes, count, 1, codec)
+                    for record_bytes, count in ((100, 500_000), (1024, 50_000)) for codec in CODECS)
 CONSUME_CASES = (       # (record bytes, records in the topic)
     (16 * 1024, 65_536),      # 1 GiB: per-record cost of the client negligible
     (1024, 1_048_576),        # 1 GiB: the usual Kafka record size
@@ -260,9 +266,9 @@ def kcat_options(options) -> list[str]:
     return argv
 
 
-def produce_argv(bootstrap: str, topic: str, payload: Path, acks: int) -> list[str]:
+def produce_argv(bootstrap: str, topic: str, payload: Path, acks: int, codec: str = "none") -> list[str]:
     return ["kcat", "-b", bootstrap, "-P", "-t", topic, "-p", "0", "-l", str(payload),
-            *kcat_options(PRODUCER_OPTIONS), "-X", f"acks={acks}"]
+            *kcat_options(PRODUCER_OPTIONS), "-X", f"compression.codec={codec}", "-X", f"acks={acks}"]
 
 
 def consume_argv(bootstrap: str, topic: str) -> list[str]:
@@ -304,6 +310,22 @@ def write_payload(path: Path, record_bytes: int, count: int) -> None:
         f.write(b"".join(records[: count % distinct]))
 
 
+def write_compressible_payload(path: Path, record_bytes: int, count: int) -> None:
+    """`count` newline-separated records of words from a small vocabulary
+    and a counter, as log lines or JSON compress (about 3-5x)."""
+    import random
+
+    words = [b"kafka", b"broker", b"partition", b"offset", b"leader", b"replica", b"segment",
+             b"fetch", b"produce", b"batch", b"record", b"topic", b"ok", b"error", b"id="]
+    rng = random.Random(record_bytes)
+    with open(path, "wb") as f:
+        for index in range(count):
+            line = bytearray(b"%d " % index)
+            while len(line) < record_bytes:
+                line += rng.choice(words) + b" "
+            f.write(bytes(line[:record_bytes]) + b"\n")
+
+
 def kcat_version() -> str:
     out = subprocess.run(["kcat", "-V"], capture_output=True, text=True)
     text = out.stdout + out.stderr
@@ -337,6 +359,7 @@ class Bench:
         self.broker_pid = broker_pid
         self.figures: dict[str, Figure] = {}
         self.payloads: dict[int, Path] = {}
+        self.compressible: dict[int, Path] = {}
 
     def figure(self, name: str, kind: str, limit: str | None = None) -> Figure:
         if name not in self.figures:
@@ -344,11 +367,16 @@ class Bench:
         return self.figures[name]
 
     def prepare(self) -> None:
-        for record_bytes, count, _ in PRODUCE_CASES:
+        for record_bytes, count, _, _ in PRODUCE_CASES:
             if record_bytes not in self.payloads:
                 path = self.workdir / f"payload-{record_bytes}.txt"
                 write_payload(path, record_bytes, count)
                 self.payloads[record_bytes] = path
+        for record_bytes, count, _, _ in CODEC_CASES:
+            if record_bytes not in self.compressible:
+                path = self.workdir / f"payload-compressible-{record_bytes}.txt"
+                write_compressible_payload(path, record_bytes, count)
+                self.compressible[record_bytes] = path
         # Warm up the broker's code paths (kio schemas, first segment) untimed.
         self.produce_once("warmup", self.payloads[1024], 1024, 250_000, 1)
         subprocess.run(consume_argv(self.bootstrap, "warmup"), stdout=subprocess.DEVNULL,
@@ -374,10 +402,10 @@ class Bench:
         return f"consume-{record_bytes}"
 
     def produce_once(self, topic: str, payload: Path, record_bytes: int, count: int,
-                     acks: int) -> Sample:
+                     acks: int, codec: str = "none") -> Sample:
         create_topic(self.bootstrap, topic)
         before = end_offset(self.bootstrap, topic)
-        sample, stderr = run_timed(produce_argv(self.bootstrap, topic, payload, acks),
+        sample, stderr = run_timed(produce_argv(self.bootstrap, topic, payload, acks, codec),
                                    CpuWindow(self.broker_pid),
                                    bytes=record_bytes * count, records=count)
         delivered = end_offset(self.bootstrap, topic) - before
@@ -400,10 +428,17 @@ class Bench:
         # Rotated each round: the run right after the limits is favoured (see
         # notes: memory their sockets just freed is cheap to write again).
         shift = index % len(PRODUCE_CASES)
-        for record_bytes, count, acks in PRODUCE_CASES[shift:] + PRODUCE_CASES[:shift]:
+        for record_bytes, count, acks, codec in PRODUCE_CASES[shift:] + PRODUCE_CASES[:shift]:
             name = f"produce {_size(record_bytes)} acks={acks}"
             topic = f"produce-{record_bytes}-acks{'all' if acks == -1 else acks}-{index}"
             sample = self.produce_once(topic, self.payloads[record_bytes], record_bytes, count, acks)
+            self.figure(name, "produce", limit="disk write, page cache").samples.append(sample)
+        shift = index % len(CODEC_CASES)
+        for record_bytes, count, acks, codec in CODEC_CASES[shift:] + CODEC_CASES[:shift]:
+            name = f"produce {_size(record_bytes)} {codec} acks={acks}"
+            topic = f"produce-{record_bytes}-{codec}-{index}"
+            sample = self.produce_once(topic, self.compressible[record_bytes], record_bytes, count,
+                                       acks, codec)
             self.figure(name, "produce", limit="disk write, page cache").samples.append(sample)
         shift = index % len(CONSUME_CASES)
         for record_bytes, count in CONSUME_CASES[shift:] + CONSUME_CASES[:shift]:
@@ -503,7 +538,8 @@ def render(figures: dict[str, Figure], machine: dict[str, str], runs: int, start
            f"median here: {best_produce:,.0f} MB/s; best consume median: {best_consume:,.0f} MB/s "
            f"(" + ", ".join(f"{f.name} {f.median('mb_per_s') / sendfile_limit:.2f}" for f in consume)
            + " of the sendfile loopback limit, which is what the broker's fetch path does).")
-    produce_case = ", ".join(f"{_size(b)} × {n:,}" for b, n, a in PRODUCE_CASES if a == 1)
+    produce_case = ", ".join(f"{_size(b)} × {n:,}" for b, n, a, _ in PRODUCE_CASES if a == 1)
+    codec_case = ", ".join(f"{_size(b)} × {n:,}" for b, n, _, c in CODEC_CASES if c == "none")
     consume_case = ", ".join(f"{_size(b)} × {n:,}" for b, n in CONSUME_CASES)
     out = [
         "# Benchmarks: throughput with kcat",
@@ -543,6 +579,9 @@ def render(figures: dict[str, Figure], machine: dict[str, str], runs: int, start
         f"  bytes); the time runs from starting kcat to its exit, which comes after the last delivery",
         f"  report; the topic's end offset is checked afterwards:",
         f"  `{shlex.join(produce_argv('HOST:PORT', 'TOPIC', Path('FILE'), 1))}` (and `acks=-1`)",
+        f"- produce per codec: the same with `-X compression.codec=` none, gzip, snappy, lz4 or",
+        f"  zstd, acks=1, of compressible records ({codec_case}: words of a 15-word",
+        f"  vocabulary after a counter, about 3-5x smaller compressed)",
         f"- consume: topics written once before the rounds with the producer settings above, so in",
         f"  batches of ~1 MB ({consume_case}); read from the beginning to the end with 1 MiB fetches;",
         f"  kcat's exit message is checked for the last offset:",

@@ -48,6 +48,7 @@ from kafkactl.cluster.protocol.record_batch import (
     stamped_parts,
     validate_batches,
 )
+from kafkactl.cluster.protocol.record_validation import validate_produce_records
 
 LOG_APPEND_TIME = "LogAppendTime"
 
@@ -311,20 +312,35 @@ class Log:
 
     # --- appends -------------------------------------------------------------
 
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+    def check_produce(self, records: bytes | bytearray | memoryview) -> list[BatchHeader]:
+        """The headers of a produce payload every batch of which the leader
+        accepts: frame and CRC (validate_batches), then the records, decompressed
+        if need be (record_validation.py: Kafka's LogValidator rules for
+        clients' batches, one pass). Takes no lock: callers run it before
+        theirs, since the record pass is the costly part of an append. Raises
+        the record_batch errors and record_validation.RecordValidationError."""
+        headers = validate_batches(records, self.config.max_message_bytes)
+        if not headers:
+            raise InvalidRecordError("a produce payload needs at least one record batch")
+        validate_produce_records(records, headers, self.config.message_timestamp_type == LOG_APPEND_TIME)
+        return headers
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
+                         headers: list[BatchHeader] | None = None) -> AppendInfo:
         """Validate, assign offsets, stamp `leader_epoch` and append a produce payload.
 
-        Every batch is validated before anything is written (one CRC pass per
-        batch, no per-record work). The offsets and the epoch lie outside the
+        Every batch is validated before anything is written (check_produce,
+        unless the caller passes the `headers` it returned for these
+        `records`). The offsets and the epoch lie outside the
         CRC: each batch's first 16 bytes are written anew and the rest straight
         from `records` (os.writev), which is never copied nor changed, so it
         may be a read-only view of the request. Only LogAppendTime, which
         changes bytes under the CRC, works on a copy. Raises the record_batch
-        errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...).
+        errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...)
+        and record_validation.RecordValidationError.
         """
-        headers = validate_batches(records, self.config.max_message_bytes)
-        if not headers:
-            raise InvalidRecordError("a produce payload needs at least one record batch")
+        if headers is None:
+            headers = self.check_produce(records)
         with self._lock:
             self._ensure_open()
             duplicate = self._producer_state.check(headers)

@@ -1,8 +1,9 @@
 """Decompressing record batch payloads, for the few paths that read records.
 
-The produce and fetch paths never decompress: batches are stored and served
-as they came. Looking up an offset by timestamp (ListOffsets) needs each
-record's timestamp, so it decompresses one batch at a time through here.
+Batches are stored and served as they came. Looking up an offset by
+timestamp (ListOffsets) needs each record's timestamp, so it decompresses one
+batch at a time through here. The leader's produce validation decompresses
+with bounded output of its own (record_validation.py).
 Formats are the ones Kafka's clients write: gzip; snappy in the xerial
 framing of snappy-java (or raw); the LZ4 frame format; zstd frames.
 """

@@ -1,12 +1,12 @@
 """Record batch (magic v2) header handling for the broker's data path.
 
-Pure functions over bytes: no I/O. The broker never parses individual
-records on the produce or fetch path; it validates each batch with its
-61-byte header and one CRC32C pass, then rewrites baseOffset and
-partitionLeaderEpoch in place (both lie outside the CRC, so the CRC is not
-recomputed). Record-level decoding (`decode_records`) exists only for the
-timestamp lookup and for tests; `build_batch` produces valid batches for
-tests and synthetic traffic.
+Pure functions over bytes: no I/O. Each batch is validated with its
+61-byte header and one CRC32C pass, then baseOffset and partitionLeaderEpoch
+are rewritten in place (both lie outside the CRC, so the CRC is not
+recomputed). The records inside a produced batch are checked on the leader
+by record_validation.py; the fetch path never parses them. Record-level
+decoding (`decode_records`) exists only for the timestamp lookup and for
+tests; `build_batch` produces valid batches for tests and synthetic traffic.
 
 Header layout (big-endian), offsets in bytes:
     0 baseOffset int64        8 batchLength int32     12 partitionLeaderEpoch int32

@@ -13,6 +13,11 @@ A fetch with `replica_id` >= 0 comes from a follower: it reads up to the log
 end offset rather than the high watermark, and the leader records what the
 fetch proves (the follower's log end offset, its caught-up time, a higher
 high watermark, ISR expansion) before reading and once it is answered.
+
+An isolation level other than 0 (read_uncommitted) or 1 (read_committed)
+fails the whole request as in Kafka, where reading it throws and the error
+response carries UNKNOWN_SERVER_ERROR at the top and, below v13, in every
+partition asked for; nothing is read and no fetch session changes.
 """
 
 from __future__ import annotations
@@ -28,7 +33,12 @@ from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import new_placeholder, response_class, splice_records
 
 
+ISOLATION_LEVELS = (0, 1)   # read_uncommitted, read_committed
+
+
 def handle(services, header, request):
+    if request.isolation_level not in ISOLATION_LEVELS:
+        return _unknown_isolation_level(header, request)
     replica_id = getattr(request, "replica_id", -1)
     replica_manager = services.replica_manager
     # Before the session looks for changes: a partition it skips was
@@ -165,3 +175,24 @@ def _response_v12(correlation_id: int, context: FetchContext, by_topic: dict[str
                                                result.log_start_offset, result.region)
                 for index, result in answers])
         for name, answers in by_topic.items()])
+
+
+def _unknown_isolation_level(header, request):
+    error = ErrorCode.unknown_server_error
+    session_id = getattr(request, "session_id", 0)   # echoed, as Kafka's error response does
+    topics = [(topic.topic, [partition.partition for partition in topic.partitions])
+              for topic in request.topics]
+    if header.api_version == fetch_response.VERSION:
+        return fetch_response.encode_fetch_response(header.correlation_id, error, session_id, [
+            (name, [fetch_response.PartitionToSend(index, error, -1, -1, -1, None) for index in indexes])
+            for name, indexes in topics])
+    cls = response_class(1, header.api_version)
+    responses = tuple(
+        nested(cls, "FetchableTopicResponse", topic=name, partitions=tuple(
+            nested(cls, "PartitionData", partition_index=index, error_code=error, high_watermark=-1,
+                   last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                   preferred_read_replica=-1, records=b"")
+            for index in indexes))
+        for name, indexes in topics)
+    return make(cls, throttle_time=datetime.timedelta(0), error_code=error, session_id=session_id,
+                responses=responses)

@@ -1,0 +1,450 @@
+"""The records inside a produce batch: what the leader accepts (pure functions).
+
+`validate_batches` (record_batch.py) has checked each batch's frame: magic 2,
+batchLength, max.message.bytes, the CRC32C, recordCount >= 1 and
+lastOffsetDelta = recordCount - 1, a known codec. A valid CRC only proves
+the bytes arrived as the producer sent them; this module checks what they
+say, once per batch, on the leader's produce path only
+(`Log.append_as_leader`). Followers keep the frame checks alone, as Kafka's
+followers do: the leader already validated what they replicate.
+
+Rules, in the order they are checked, and Kafka's answer to each:
+
+Batch level (`check_batch_attributes`, header fields only)
+  B1 one batch per partition: a Produce request (v3 and later) carries
+     exactly one record batch per partition -> INVALID_RECORD (checked by
+     the produce handler with count_batches, as Kafka checks it in
+     ProduceRequest, before the log).
+  B2 control bit (attributes 0x20) set: "clients are not allowed to write
+     control records" -> INVALID_RECORD.
+  B3 transactional bit (attributes 0x10) set -> INVALID_TXN_STATE (48).
+     This broker has no transaction coordinator, so no transaction is ever
+     ongoing; Kafka answers a transactional batch that is not part of an
+     ongoing transaction with INVALID_TXN_STATE ("Record was not part of an
+     ongoing transaction"). The other candidates would lie: the client is not
+     unauthorized (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), the version and the
+     format are fine (UNSUPPORTED_VERSION, UNSUPPORTED_FOR_MESSAGE_FORMAT).
+  B4 a producer id (>= 0) with a negative base sequence: "invalid sequence
+     number" -> INVALID_RECORD.
+  B5 LogAppendTime bit (0x08) set by the producer on a LogAppendTime topic,
+     or on a CreateTime topic with no maxTimestamp (-1): "producer should not
+     set timestamp type to LogAppendTime" -> INVALID_TIMESTAMP (32), one
+     record error per record, as Kafka's LogValidator.
+     message.timestamp.difference.max.ms (and its successors
+     message.timestamp.before/after.max.ms) is accepted as a topic config but
+     not applied by this broker (no LogConfig field); its default, no limit,
+     is what every topic gets.
+
+Payload (`check_records`), after decompression for gzip, snappy, lz4, zstd
+  P1 the compressed payload decompresses, to at most
+     MAX_UNCOMPRESSED_BYTES -> INVALID_RECORD.
+  P2 exactly recordCount records and no byte after the last one
+     -> INVALID_RECORD.
+  Each record i (Kafka's v2 record):
+     length varint | attributes int8 | timestampDelta varlong |
+     offsetDelta varint | keyLength varint | key | valueLength varint | value |
+     headerCount varint | headers: keyLength varint, key, valueLength varint, value
+  R1 varints at most 5 bytes, varlongs at most 10, each within its record.
+  R2 length >= 0 and the record within the payload.
+  R3 offsetDelta == i (Kafka requires inner offsets 0..n-1 for v2).
+  R4 key and value lengths -1 (null) or >= 0, within the record.
+  R5 headerCount >= 0 and not more than the bytes left could hold; each
+     header key non-null (length >= 0), its value -1 or >= 0, all within
+     the record.
+  R6 the fields end exactly at the record's declared length.
+  The record attributes byte is unused in v2; Kafka reads and ignores it.
+  Every R and P failure -> INVALID_RECORD with a record error naming the
+  record (index i, Kafka's `batch_index`, which is the record's index
+  within the batch) and the field.
+
+Why INVALID_RECORD and not CORRUPT_MESSAGE for an unreadable record: the
+CRC matched, so sending the same bytes again cannot help. Kafka's record
+reader raises InvalidRecordException (INVALID_RECORD, not retriable) for
+these; CORRUPT_MESSAGE is retriable for clients and stays for what a resend
+can fix: a CRC mismatch or a torn batch frame (record_batch.py).
+
+Any failure refuses the partition's whole payload: the caller checks every
+batch before writing any (Log.append_as_leader).
+
+Cost: one pass over the payload in pure Python, 1-byte varints read inline;
+the uncompressed payload is read in place from the request frame (no copy).
+See docs/benchmarks.md for the per-MiB figures.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import NamedTuple
+
+from kafkactl.cluster.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
+
+INVALID_RECORD = 87
+INVALID_TIMESTAMP = 32
+INVALID_TXN_STATE = 48
+
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+# A bound on one batch's decompressed records, so that a small "zip bomb"
+# (zstd and gzip reach ratios above 1000:1) cannot make the broker allocate
+# gigabytes. Output is produced in steps and the decompression stops as soon
+# as it passes the bound, so at most this much is held per request being
+# validated. 64 MiB is far above what clients build: librdkafka caps a
+# batch's uncompressed messages at batch.size (1,000,000 bytes by default,
+# at most message.max.bytes), and the Java producer closes a batch at
+# batch.size (16 KiB by default) of estimated compressed bytes.
+MAX_UNCOMPRESSED_BYTES = 64 << 20
+_STEP_BYTES = 1 << 20   # decompressed per step before the bound is checked again
+
+_HEADER_SIZE = 61    # the v2 batch header (record_batch.HEADER_SIZE)
+_LOG_OVERHEAD = 12   # baseOffset and batchLength
+
+
+class RecordError(NamedTuple):
+    """Kafka's BatchIndexAndErrorMessage: the record's index in its batch."""
+
+    batch_index: int
+    message: str
+
+
+class RecordValidationError(Exception):
+    """A batch whose records the leader refuses; `error_code` is Kafka's."""
+
+    def __init__(self, error_code: int, message: str, record_errors: tuple[RecordError, ...] = ()) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.record_errors = record_errors
+
+
+def _invalid_record(batch_index: int, record_index: int, detail: str) -> RecordValidationError:
+    message = f"batch {batch_index}: record {record_index}: {detail}"
+    return RecordValidationError(INVALID_RECORD, message, (RecordError(record_index, message),))
+
+
+# --- entry points ----------------------------------------------------------------
+
+def validate_produce_records(records, headers, log_append_time_topic: bool) -> None:
+    """B2-B5, P1, P2 and R1-R6 for every batch of a partition's payload.
+
+    `headers` are validate_batches' (contiguous from position 0 of
+    `records`). Raises RecordValidationError on the first refusal.
+    """
+    view = memoryview(records)
+    position = 0
+    for batch_index, header in enumerate(headers):
+        end = position + header.size_bytes
+        check_batch_attributes(header, batch_index, log_append_time_topic)
+        data = uncompressed_records(header.attributes & 0x07, view[position + _HEADER_SIZE:end], batch_index)
+        check_records(data, header.record_count, batch_index)
+        position = end
+
+
+def count_batches(records) -> int:
+    """How many batches the batchLength fields chain through `records` (a
+    trailing fragment counts as one); validate_batches checks each later."""
+    view = memoryview(records)
+    count = position = 0
+    while position < len(view):
+        count += 1
+        if len(view) - position < _LOG_OVERHEAD:
+            break
+        position += _LOG_OVERHEAD + max(int.from_bytes(view[position + 8:position + 12], "big", signed=True), 0)
+    return count
+
+
+# --- batch level ---------------------------------------------------------------
+
+def check_batch_attributes(header, batch_index: int, log_append_time_topic: bool) -> None:
+    """B2-B5 on a batch header (record_batch.BatchHeader)."""
+    attributes = header.attributes
+    if attributes & CONTROL_MASK:
+        raise RecordValidationError(
+            INVALID_RECORD, f"batch {batch_index}: attributes {attributes:#x} has the control bit; "
+            "clients are not allowed to write control records")
+    if attributes & TRANSACTIONAL_MASK:
+        raise RecordValidationError(
+            INVALID_TXN_STATE, f"batch {batch_index}: attributes {attributes:#x} has the transactional bit "
+            f"(producerId {header.producer_id}); this broker has no transaction coordinator, so the batch "
+            "is not part of an ongoing transaction")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise RecordValidationError(
+            INVALID_RECORD, f"batch {batch_index}: invalid baseSequence {header.base_sequence} "
+            f"with producerId {header.producer_id}")
+    if attributes & TIMESTAMP_TYPE_MASK and (log_append_time_topic or header.max_timestamp < 0):
+        message = (f"batch {batch_index}: attributes {attributes:#x} has the LogAppendTime bit; "
+                   "producers should not set the timestamp type to LogAppendTime")
+        raise RecordValidationError(INVALID_TIMESTAMP, message, tuple(
+            RecordError(index, message) for index in range(header.record_count)))
+
+
+# --- payload -------------------------------------------------------------------
+
+def uncompressed_records(codec: int, payload, batch_index: int, limit: int = MAX_UNCOMPRESSED_BYTES):
+    """P1: the records of a batch's payload (`payload` itself when codec 0)."""
+    if codec == 0:
+        return payload
+    try:
+        data = _DECOMPRESSORS[codec](payload, limit)
+    except RecordValidationError:
+        raise
+    except Exception as error:   # each library raises its own kinds
+        raise RecordValidationError(
+            INVALID_RECORD, f"batch {batch_index}: the {_CODEC_NAMES[codec]} payload does not "
+            f"decompress: {error}") from None
+    if data is None:
+        raise RecordValidationError(
+            INVALID_RECORD, f"batch {batch_index}: the {_CODEC_NAMES[codec]} payload decompresses to "
+            f"more than {limit} bytes")
+    return data
+
+
+def check_records(data, record_count: int, batch_index: int) -> None:
+    """P2 and R1-R6: `data` (bytes-like, indexable) holds exactly `record_count` valid records.
+
+    One pass. Measured hot path (docs/benchmarks.md): varints of one and
+    two bytes are read inline (record lengths, key and value lengths and
+    timestamp deltas of real producers fit in two), without a call per field;
+    anything longer goes through _varint. Reading past the end of `data`
+    raises IndexError, caught once; reading past a record's end into the next
+    record is caught by the check that its fields end at its length.
+    """
+    end = len(data)
+    position = record_start = index = 0
+    try:
+        for index in range(record_count):
+            record_start = position
+            # length: zigzag, so an odd value is negative
+            byte = data[position]
+            if byte < 0x80:
+                unsigned = byte
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                position += 2
+            else:
+                unsigned, position = _varint(data, position, 5, batch_index, index, "length", False)
+            record_end = position + (unsigned >> 1)
+            if unsigned & 1 or record_end > end:
+                length = (unsigned >> 1) ^ -(unsigned & 1)
+                raise _invalid_record(batch_index, index, f"length {length} runs past the end of the batch "
+                                      f"({end - position} bytes left)")
+            # attributes (unused in v2), then timestampDelta: skipped
+            if data[position + 1] < 0x80:
+                position += 2
+            elif data[position + 2] < 0x80:
+                position += 3
+            else:
+                position = _varint(data, position + 1, 10, batch_index, index, "timestampDelta", False)[1]
+            # offsetDelta, zigzag-encoded: 2 * index
+            byte = data[position]
+            if byte < 0x80:
+                unsigned = byte
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                position += 2
+            else:
+                unsigned, position = _varint(data, position, 5, batch_index, index, "offsetDelta", False)
+            if unsigned != index << 1:
+                raise _invalid_record(batch_index, index, f"offsetDelta {(unsigned >> 1) ^ -(unsigned & 1)}, "
+                                      f"expected {index}")
+            # key: length (-1 null) and bytes
+            byte = data[position]
+            if byte < 0x80:
+                unsigned = byte
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                position += 2
+            else:
+                unsigned, position = _varint(data, position, 5, batch_index, index, "key length", False)
+            if not unsigned & 1:
+                position += unsigned >> 1
+            elif unsigned != 1:
+                raise _invalid_record(batch_index, index, f"key length {-(unsigned + 1) >> 1} is negative "
+                                      "and not -1 (null)")
+            # value: length (-1 null) and bytes
+            byte = data[position]
+            if byte < 0x80:
+                unsigned = byte
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                position += 2
+            else:
+                unsigned, position = _varint(data, position, 5, batch_index, index, "value length", False)
+            if not unsigned & 1:
+                position += unsigned >> 1
+            elif unsigned != 1:
+                raise _invalid_record(batch_index, index, f"value length {-(unsigned + 1) >> 1} is negative "
+                                      "and not -1 (null)")
+            # headerCount: most records have none
+            if position + 1 == record_end and data[position] == 0:
+                position = record_end
+                continue
+            if position >= record_end:
+                raise _invalid_record(batch_index, index, "key and value run past the record's length "
+                                      f"{record_end - record_start}")
+            position = _skip_headers(data, position, record_end, batch_index, index)
+            if position != record_end:
+                raise _invalid_record(batch_index, index, f"fields end at byte {position - record_end:+d} "
+                                      "from the record's declared length")
+    except IndexError:
+        if record_start >= end:
+            raise _invalid_record(batch_index, index, f"missing: the batch declares {record_count} records "
+                                  f"but its payload ends after {index}") from None
+        raise _invalid_record(batch_index, index, "a field runs past the end of the batch") from None
+    if position != end:
+        raise RecordValidationError(
+            INVALID_RECORD, f"batch {batch_index}: {end - position} bytes after the last of its "
+            f"{record_count} records")
+
+
+def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int, field: str) -> int:
+    """A header key or value: length varint (-1 null) and the bytes; the position after it."""
+    length, position = _varint(data, position, 5, batch_index, index, f"{field} length")
+    if length < -1 or position + length > record_end:
+        raise _invalid_record(batch_index, index, f"{field} length {length} outside the record "
+                              f"({record_end - position} bytes left)")
+    return position + length if length > 0 else position
+
+
+def _skip_headers(data, position: int, record_end: int, batch_index: int, index: int) -> int:
+    count, position = _varint(data, position, 5, batch_index, index, "headerCount")
+    # each header takes at least two bytes (two length varints)
+    if count < 0 or count > (record_end - position) // 2:
+        raise _invalid_record(batch_index, index, f"headerCount {count} is negative or more than the "
+                              f"{record_end - position} bytes left could hold")
+    for header in range(count):
+        key_start = position
+        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} key")
+        if data[key_start] == 1:   # zigzag(-1): a null key
+            raise _invalid_record(batch_index, index, f"header {header} key is null")
+        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} value")
+    return position
+
+
+def _varint(data, position: int, max_bytes: int, batch_index: int, index: int, field: str,
+            decode: bool = True) -> tuple[int, int]:
+    """A varint (max_bytes 5) or varlong (10) and the position after it;
+    zigzag-decoded unless `decode` is false (then the raw unsigned value)."""
+    unsigned = shift = 0
+    for _ in range(max_bytes):
+        byte = data[position]
+        position += 1
+        unsigned |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            if max_bytes == 5 and unsigned > 0xFFFFFFFF:
+                raise _invalid_record(batch_index, index, f"{field} varint {unsigned:#x} is wider than 32 bits")
+            return ((unsigned >> 1) ^ -(unsigned & 1) if decode else unsigned), position
+        shift += 7
+    kind = "varint" if max_bytes == 5 else "varlong"
+    raise _invalid_record(batch_index, index, f"{field} {kind} longer than {max_bytes} bytes")
+
+
+# --- bounded decompression ------------------------------------------------------
+# Each returns the decompressed bytes, or None once they pass `limit`.
+
+def _gunzip(payload, limit: int):
+    decompressor = zlib.decompressobj(47)   # 32 + 15: gzip or zlib header
+    out = bytearray()
+    data = bytes(payload)
+    while True:
+        out += decompressor.decompress(data, _STEP_BYTES)
+        if len(out) > limit:
+            return None
+        data = decompressor.unconsumed_tail
+        if decompressor.eof:
+            if decompressor.unused_data:
+                raise ValueError(f"{len(decompressor.unused_data)} bytes after the gzip stream")
+            return bytes(out)
+        if not data:
+            raise ValueError("truncated gzip stream")
+
+
+def _lz4(payload, limit: int):
+    import lz4.frame
+
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    out = bytearray()
+    data = bytes(payload)
+    while True:
+        out += decompressor.decompress(data, max_length=_STEP_BYTES)
+        if len(out) > limit:
+            return None
+        if decompressor.eof:
+            if decompressor.unused_data:
+                raise ValueError(f"{len(decompressor.unused_data)} bytes after the lz4 frame")
+            return bytes(out)
+        if not decompressor.needs_input:
+            data = b""
+            continue
+        raise ValueError("truncated lz4 frame")
+
+
+def _zstd(payload, limit: int):
+    """The first frame, bounded by its declared content size or the one-shot
+    call's max_output_size (that call also fails on a truncated frame), then a second pass to find bytes after that frame:
+    zstd's one-shot call ignores them and its stream reader ignores
+    truncation, and neither alone says both."""
+    import zstandard
+
+    data = bytes(payload)
+    # The one-shot call trusts a content size in the frame header over
+    # max_output_size: a frame declaring a huge one is refused before it.
+    if zstandard.frame_content_size(data) > limit:
+        return None
+    try:
+        out = zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+    except zstandard.ZstdError as error:
+        raise ValueError(f"{error} (a damaged or truncated frame, or more than {limit} bytes)") from None
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    decompressor.decompress(data)
+    if decompressor.unused_data:
+        raise ValueError(f"{len(decompressor.unused_data)} bytes after the zstd frame")
+    return out
+
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_SIZE = 16
+
+
+def _snappy(payload, limit: int):
+    """snappy-java's xerial framing (or one raw block); each block's
+    uncompressed length is read from its preamble before it is expanded."""
+    import snappy
+
+    data = bytes(payload)
+    if not data.startswith(_XERIAL_MAGIC):
+        return None if _snappy_length(data) > limit else snappy.uncompress(data)
+    out = bytearray()
+    position = _XERIAL_HEADER_SIZE
+    while position < len(data):
+        if position + 4 > len(data):
+            raise ValueError("truncated xerial block length")
+        length = int.from_bytes(data[position:position + 4], "big", signed=True)
+        position += 4
+        if length < 0 or position + length > len(data):
+            raise ValueError("xerial block runs past the payload")
+        block = data[position:position + length]
+        if len(out) + _snappy_length(block) > limit:
+            return None
+        out += snappy.uncompress(block)
+        position += length
+    return bytes(out)
+
+
+def _snappy_length(block: bytes) -> int:
+    """The uncompressed length a raw snappy block declares (its uvarint preamble)."""
+    value = shift = 0
+    for byte in block[:5]:
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value
+        shift += 7
+    raise ValueError("bad snappy length preamble")
+
+
+_DECOMPRESSORS = {CODEC_GZIP: _gunzip, CODEC_SNAPPY: _snappy, CODEC_LZ4: _lz4, CODEC_ZSTD: _zstd}
+_CODEC_NAMES = {CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy", CODEC_LZ4: "lz4", CODEC_ZSTD: "zstd"}
