@@ -9,6 +9,7 @@ null arrays reached handlers as None (an ERROR traceback per request).
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -54,8 +55,20 @@ def broker(tmp_path_factory):
 
     cluster = LocalCluster(tmp_path_factory.mktemp("hostile") / "cluster")
     status = cluster.up(brokers=1)
-    yield status.broker(1)
+    broker = status.broker(1)
+    # The broker lists itself once the controller's first UpdateMetadata is in.
+    deadline = time.monotonic() + 30
+    while listed_brokers(client(broker)) != [1]:
+        assert time.monotonic() < deadline, "the broker never listed itself in Metadata"
+        time.sleep(0.1)
+    yield broker
     cluster.down()
+
+
+def listed_brokers(c: WireClient) -> list[int]:
+    metadata = c.request(metadata12.MetadataRequest(
+        topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    return [b.node_id for b in metadata.brokers]
 
 
 def alive(pid: int) -> bool:
@@ -74,9 +87,7 @@ def test_a_lying_frame_closes_its_connection_and_nothing_else(broker, name):
     assert hostile.closed_by_peer(timeout_s=10), f"{name}: the connection stayed open"
     assert alive(broker.pid), f"{name}: the broker process died"
     assert api_versions(bystander).error_code == ErrorCode.none
-    metadata = bystander.request(metadata12.MetadataRequest(
-        topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-    assert [b.node_id for b in metadata.brokers] == [1]
+    assert listed_brokers(bystander) == [1]
     log = Path(broker.log_file).read_text()
     assert "Traceback" not in log, f"{name}: the broker logged a traceback"
     assert "closing connection" in log
