@@ -42,6 +42,11 @@ log = logging.getLogger(__name__)
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 
 
+
+class AdminZnodeChurn(RuntimeError):
+    """An admin znode was created and deleted under every read: the event
+    fails loudly (logged by the event thread) rather than losing the write."""
+
 class Controller:
     def __init__(self, broker_id: int, client, config: ControllerConfig,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
@@ -261,22 +266,30 @@ class Controller:
         return {t: codecs.decode_topic(t, nodes[layout.topic(t)][0]) for t in names if nodes[layout.topic(t)]}
 
     def _read_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:
-        node = self.store.get_many([layout.REASSIGN_PARTITIONS], watch=self._watch(
-            "reassign", self._on_reassignment))[layout.REASSIGN_PARTITIONS]
+        node = self._read_watched(layout.REASSIGN_PARTITIONS, self._watch("reassign", self._on_reassignment))
         if node is None:
-            self.store.exists(layout.REASSIGN_PARTITIONS, watch=self._watch("reassign", self._on_reassignment))
             return {}
         return {TopicPartition(t, p): tuple(r) for (t, p), r in codecs.decode_reassignment(node[0]).items()}
 
     def _read_preferred(self) -> frozenset[TopicPartition] | None:
-        node = self.store.get_many([layout.PREFERRED_REPLICA_ELECTION], watch=self._watch(
-            "preferred-election", self._on_preferred))[layout.PREFERRED_REPLICA_ELECTION]
+        node = self._read_watched(layout.PREFERRED_REPLICA_ELECTION,
+                                  self._watch("preferred-election", self._on_preferred))
         if node is None:
-            self.store.exists(layout.PREFERRED_REPLICA_ELECTION, watch=self._watch(
-                "preferred-election", self._on_preferred))
             return None
         return frozenset(TopicPartition(t, p) for t, p in
                          codecs.decode_partition_list(layout.PREFERRED_REPLICA_ELECTION, node[0]))
+
+    def _read_watched(self, path: str, watch, attempts: int = 5):
+        """(data, stat) of an admin znode, or None, with a watch left on it
+        either way. A getData on a missing node sets no watch, so the watch
+        then goes on an exists; if the node was created between the two (a
+        tool writes it and exits), exists finds it and it is read again:
+        otherwise that creation would never be seen."""
+        for _ in range(attempts):
+            node = self.store.get_many([path], watch=watch)[path]
+            if node is not None or self.store.exists(path, watch=watch) is None:
+                return node
+        raise AdminZnodeChurn(f"{path} kept appearing and vanishing over {attempts} reads")
 
     def _read_topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         nodes = self.store.get_many([layout.topic_config(t) for t in topics])
