@@ -46,16 +46,22 @@ Payload (`check_records`), after decompression for gzip, snappy, lz4, zstd
      headerCount varint | headers: keyLength varint, key, valueLength varint, value
   R1 varints at most 5 bytes, varlongs at most 10, each within its record.
   R2 length >= 0 and the record within the payload.
-  R3 offsetDelta == i (Kafka requires inner offsets 0..n-1 for v2).
+  R3 offsetDelta == i. Kafka does not refuse other deltas: it rewrites a
+     compressed batch whose inner offsets are not 0..n-1 and does not read
+     them in an uncompressed one, giving each record its index either way.
+     This broker stores batches as received and consumers take each record's
+     offset from baseOffset + offsetDelta, so a batch it cannot rewrite must
+     already be right: refused.
   R4 key and value lengths -1 (null) or >= 0, within the record.
   R5 headerCount >= 0 and not more than the bytes left could hold; each
      header key non-null (length >= 0), its value -1 or >= 0, all within
      the record.
   R6 the fields end exactly at the record's declared length.
   The record attributes byte is unused in v2; Kafka reads and ignores it.
-  Every R and P failure -> INVALID_RECORD with a record error naming the
-  record (index i, Kafka's `batch_index`, which is the record's index
-  within the batch) and the field.
+  Every R failure -> INVALID_RECORD with one record error naming the record
+  (index i, Kafka's `batch_index`, which is the record's index within the
+  batch) and the field; Kafka's reader throws these without record errors,
+  which only say more. P failures name the batch.
 
 Why INVALID_RECORD and not CORRUPT_MESSAGE for an unreadable record: the
 CRC matched, so sending the same bytes again cannot help. Kafka's record
