@@ -148,14 +148,18 @@ def validate_produce_records(records, headers, log_append_time_topic: bool) -> N
 
 def count_batches(records) -> int:
     """How many batches the batchLength fields chain through `records` (a
-    trailing fragment counts as one); validate_batches checks each later."""
+    trailing fragment counts as one). Counting stops at a batchLength too
+    small for a batch header: validate_batches names that error (CORRUPT_MESSAGE)."""
     view = memoryview(records)
     count = position = 0
     while position < len(view):
         count += 1
         if len(view) - position < _LOG_OVERHEAD:
             break
-        position += _LOG_OVERHEAD + max(int.from_bytes(view[position + 8:position + 12], "big", signed=True), 0)
+        batch_length = int.from_bytes(view[position + 8:position + 12], "big", signed=True)
+        if batch_length < _HEADER_SIZE - _LOG_OVERHEAD:
+            break
+        position += _LOG_OVERHEAD + batch_length
     return count
 
 
