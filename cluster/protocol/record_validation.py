@@ -5,7 +5,7 @@ batchLength, max.message.bytes, the CRC32C, recordCount >= 1 and
 lastOffsetDelta = recordCount - 1, a known codec. A valid CRC only proves
 the bytes arrived as the producer sent them; this module checks what they
 say, once per batch, on the leader's produce path only
-(`Log.append_as_leader`). Followers keep the frame checks alone, as Kafka's
+(`Log.check_produce`, run before the partition's lock). Followers keep the frame checks alone, as Kafka's
 followers do: the leader already validated what they replicate.
 
 Rules, in the order they are checked, and Kafka's answer to each:
@@ -72,7 +72,7 @@ can fix: a CRC mismatch or a torn batch frame (record_batch.py).
 Any failure refuses the partition's whole payload: the caller checks every
 batch before writing any (Log.append_as_leader).
 
-Cost: one pass over the payload in pure Python, 1-byte varints read inline;
+Cost: one pass over the payload in pure Python, 1- and 2-byte varints read inline;
 the uncompressed payload is read in place from the request frame (no copy).
 See docs/benchmarks.md for the per-MiB figures.
 """
@@ -94,9 +94,10 @@ CONTROL_MASK = 0x20
 
 # A bound on one batch's decompressed records, so that a small "zip bomb"
 # (zstd and gzip reach ratios above 1000:1) cannot make the broker allocate
-# gigabytes. Output is produced in steps and the decompression stops as soon
-# as it passes the bound, so at most this much is held per request being
-# validated. 64 MiB is far above what clients build: librdkafka caps a
+# gigabytes. gzip and lz4 decompress in steps and stop as soon as the output
+# passes the bound; snappy and zstd are refused before expanding anything that
+# declares more, and zstd's one-shot call stops at the bound otherwise; so at
+# most this much is held per request being validated. 64 MiB is far above what clients build: librdkafka caps a
 # batch's uncompressed messages at batch.size (1,000,000 bytes by default,
 # at most message.max.bytes), and the Java producer closes a batch at
 # batch.size (16 KiB by default) of estimated compressed bytes.
