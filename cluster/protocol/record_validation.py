@@ -5,7 +5,7 @@ batchLength, max.message.bytes, the CRC32C, recordCount >= 1 and
 lastOffsetDelta = recordCount - 1, a known codec. A valid CRC only proves
 the bytes arrived as the producer sent them; this module checks what they
 say, once per batch, on the leader's produce path only
-(`Log.append_as_leader`). Followers keep the frame checks alone, as Kafka's
+(`Log.check_produce`, run before the partition's lock). Followers keep the frame checks alone, as Kafka's
 followers do: the leader already validated what they replicate.
 
 Rules, in the order they are checked, and Kafka's answer to each:
@@ -46,16 +46,22 @@ Payload (`check_records`), after decompression for gzip, snappy, lz4, zstd
      headerCount varint | headers: keyLength varint, key, valueLength varint, value
   R1 varints at most 5 bytes, varlongs at most 10, each within its record.
   R2 length >= 0 and the record within the payload.
-  R3 offsetDelta == i (Kafka requires inner offsets 0..n-1 for v2).
+  R3 offsetDelta == i. Kafka does not refuse other deltas: it rewrites a
+     compressed batch whose inner offsets are not 0..n-1 and does not read
+     them in an uncompressed one, giving each record its index either way.
+     This broker stores batches as received and consumers take each record's
+     offset from baseOffset + offsetDelta, so a batch it cannot rewrite must
+     already be right: refused.
   R4 key and value lengths -1 (null) or >= 0, within the record.
   R5 headerCount >= 0 and not more than the bytes left could hold; each
      header key non-null (length >= 0), its value -1 or >= 0, all within
      the record.
   R6 the fields end exactly at the record's declared length.
   The record attributes byte is unused in v2; Kafka reads and ignores it.
-  Every R and P failure -> INVALID_RECORD with a record error naming the
-  record (index i, Kafka's `batch_index`, which is the record's index
-  within the batch) and the field.
+  Every R failure -> INVALID_RECORD with one record error naming the record
+  (index i, Kafka's `batch_index`, which is the record's index within the
+  batch) and the field; Kafka's reader throws these without record errors,
+  which only say more. P failures name the batch.
 
 Why INVALID_RECORD and not CORRUPT_MESSAGE for an unreadable record: the
 CRC matched, so sending the same bytes again cannot help. Kafka's record
@@ -66,7 +72,7 @@ can fix: a CRC mismatch or a torn batch frame (record_batch.py).
 Any failure refuses the partition's whole payload: the caller checks every
 batch before writing any (Log.append_as_leader).
 
-Cost: one pass over the payload in pure Python, 1-byte varints read inline;
+Cost: one pass over the payload in pure Python, 1- and 2-byte varints read inline;
 the uncompressed payload is read in place from the request frame (no copy).
 See docs/benchmarks.md for the per-MiB figures.
 """
@@ -88,9 +94,10 @@ CONTROL_MASK = 0x20
 
 # A bound on one batch's decompressed records, so that a small "zip bomb"
 # (zstd and gzip reach ratios above 1000:1) cannot make the broker allocate
-# gigabytes. Output is produced in steps and the decompression stops as soon
-# as it passes the bound, so at most this much is held per request being
-# validated. 64 MiB is far above what clients build: librdkafka caps a
+# gigabytes. gzip and lz4 decompress in steps and stop as soon as the output
+# passes the bound; snappy and zstd are refused before expanding anything that
+# declares more, and zstd's one-shot call stops at the bound otherwise; so at
+# most this much is held per request being validated. 64 MiB is far above what clients build: librdkafka caps a
 # batch's uncompressed messages at batch.size (1,000,000 bytes by default,
 # at most message.max.bytes), and the Java producer closes a batch at
 # batch.size (16 KiB by default) of estimated compressed bytes.
@@ -142,14 +149,18 @@ def validate_produce_records(records, headers, log_append_time_topic: bool) -> N
 
 def count_batches(records) -> int:
     """How many batches the batchLength fields chain through `records` (a
-    trailing fragment counts as one); validate_batches checks each later."""
+    trailing fragment counts as one). Counting stops at a batchLength too
+    small for a batch header: validate_batches names that error (CORRUPT_MESSAGE)."""
     view = memoryview(records)
     count = position = 0
     while position < len(view):
         count += 1
         if len(view) - position < _LOG_OVERHEAD:
             break
-        position += _LOG_OVERHEAD + max(int.from_bytes(view[position + 8:position + 12], "big", signed=True), 0)
+        batch_length = int.from_bytes(view[position + 8:position + 12], "big", signed=True)
+        if batch_length < _HEADER_SIZE - _LOG_OVERHEAD:
+            break
+        position += _LOG_OVERHEAD + batch_length
     return count
 
 

@@ -398,3 +398,9 @@ def test_count_batches():
     assert count_batches(one + one) == 2
     assert count_batches(one + one[:20]) == 2   # a torn second batch is still a second batch
     assert count_batches(one + b"\x00" * 5) == 2
+
+
+def test_count_batches_stops_at_a_length_no_batch_can_have():
+    lying = bytearray(build_batch([(b"a", b"1", None, BASE_TIMESTAMP)] * 3))
+    struct.pack_into(">i", lying, 8, 10)   # batchLength below the header's 49: validate_batches' to name
+    assert count_batches(bytes(lying)) == 1
