@@ -62,9 +62,8 @@ def load_json(text: str, source: str) -> dict:
 def parse_reassignment_plan(text: str, source: str = "plan") -> list[PlanEntry]:
     """The entries of a reassignment plan, in file order (PlanError if invalid)."""
     value = load_json(text, source)
-    version = value.get("version")
-    if "version" not in value:
-        raise PlanError(f"{source}: missing key \"version\" (Kafka's plans have \"version\": 1)")
+    # Kafka's tool reads a plan without "version" as version 1.
+    version = value.get("version", PLAN_VERSION)
     if not _is_int(version) or version != PLAN_VERSION:
         raise PlanError(f"{source}: \"version\" is {json.dumps(version)}; only version 1 is supported")
     items = _partitions_list(value, source)

@@ -24,10 +24,14 @@ def test_kafka_tool_plans_with_and_without_log_dirs_and_extra_keys():
     assert entries[0].explicit_log_dirs() == {1: "/data/ssd0"}
 
 
+def test_a_plan_without_version_is_read_as_version_1_as_kafka_does():
+    text = json.dumps({"partitions": [{"topic": "t", "partition": 0, "replicas": [2, 1]}]})
+    assert parse_reassignment_plan(text) == [PlanEntry("t", 0, (2, 1), None)]
+
+
 @pytest.mark.parametrize("text, fragment", [
     ("not json", "not JSON"),
     ("[1]", "expected a JSON object"),
-    (json.dumps({"partitions": []}), 'missing key "version"'),
     (plan(version=2), '"version" is 2'),
     (json.dumps({"version": 1}), 'missing key "partitions"'),
     (json.dumps({"version": 1, "partitions": {}}), '"partitions" must be a list'),
