@@ -47,8 +47,15 @@ class PartitionHealth:
     offline_replicas: list[int]
 
     def problems(self) -> list[str]:
-        """The names of the health filters this partition matches."""
-        return [name for name, attribute in HEALTH_FILTERS.items() if getattr(self, attribute)]
+        """The names of the health filters this partition matches, as the
+        PROBLEMS column shows them: at-min-isr only for a partition that lost
+        replicas and is not already under its minimum (the filters keep
+        Kafka's meaning; a healthy partition whose replication factor equals
+        min.insync.replicas is at its minimum by configuration, not by a fault)."""
+        names = [name for name, attribute in HEALTH_FILTERS.items() if getattr(self, attribute)]
+        if self.under_min_isr or not self.under_replicated:
+            names = [name for name in names if name != "at-min-isr-partitions"]
+        return names
 
 
 def partition_health(partition: PartitionInfo, live_broker_ids: set[int], min_isr: int) -> PartitionHealth:

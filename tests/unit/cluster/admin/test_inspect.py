@@ -22,11 +22,17 @@ def test_health_with_a_follower_down_at_min_isr():
 
 
 def test_health_without_a_leader_or_with_a_dead_one():
-    assert partition_health(partition(-1, [3]), {1, 2}, 1).problems() == [
-        "under-replicated-partitions", "under-min-isr-partitions", "at-min-isr-partitions",
-        "unavailable-partitions", "non-preferred-leader"]
+    leaderless = partition_health(partition(-1, [3]), {1, 2}, 1)
+    assert leaderless.at_min_isr   # the --at-min-isr-partitions filter keeps Kafka's meaning
+    assert leaderless.problems() == [
+        "under-replicated-partitions", "under-min-isr-partitions", "unavailable-partitions", "non-preferred-leader"]
     dead_leader = partition_health(partition(3, [3, 1, 2], replicas=(3, 1, 2)), {1, 2}, 1)
     assert dead_leader.unavailable and not dead_leader.non_preferred_leader
+
+
+def test_a_healthy_partition_at_its_minimum_by_configuration_shows_no_problem():
+    assert partition_health(partition(1, [1], replicas=(1,)), {1}, min_isr=1).problems() == []
+    assert partition_health(partition(1, [1, 2], replicas=(1, 2)), {1, 2}, min_isr=2).problems() == []
 
 
 def test_broker_loads_count_leaders_and_replicas():
