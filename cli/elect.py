@@ -8,6 +8,7 @@ import typer
 
 from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 from .errors import CliError, CliUsageError
+from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="Elect partition leaders: the preferred replica, or (losing data) out of the ISR.",
                   no_args_is_help=True, epilog=SHARED_EPILOG)
@@ -192,7 +193,7 @@ def _unclean_prompt(eligible: list, also: list) -> str:
     names = ", ".join(f"{t}-{p}" for t, p in eligible[:10]) + (" ..." if len(eligible) > 10 else "")
     extra = (f" This also elects the other offline partitions of these topics: "
              f"{', '.join(f'{t}-{p}' for t, p in also[:10])}{' ...' if len(also) > 10 else ''}.") if also else ""
-    return (f"Elect leaders outside the ISR for {len(eligible)} partitions ({names}); messages acknowledged "
+    return (f"Elect leaders outside the ISR for {counted(len(eligible), 'partition')} ({names}); messages acknowledged "
             f"by the old leaders may be lost.{extra} Continue?")
 
 
@@ -212,7 +213,7 @@ def _report(ctx, outcomes: list) -> None:
                               o.leader_epoch if o.status == election.ELECTED else "", o.reason] for o in shown],
                             ["TOPIC", "PARTITION", "RESULT", "OLD LEADER", "NEW LEADER", "EPOCH", "REASON"]) \
             if shown else "no partition needed an election"
-        return text + (f"\n{not_needed} partitions needed no election" if shown and not_needed else "")
+        return text + (f"\n{counted(not_needed, 'partition')} needed no election" if shown and not_needed else "")
 
     emit(rows, shared(ctx).output, table)
     failed = [o for o in outcomes if o.status == election.FAILED]

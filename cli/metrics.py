@@ -14,6 +14,7 @@ import typer
 
 from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 from .errors import CliError, CliUsageError
+from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="Broker metrics and cluster snapshots for the planner.", no_args_is_help=True,
                   epilog=SHARED_EPILOG)
@@ -73,8 +74,8 @@ def snapshot(
     result = {"out": str(written), "brokers": len(built.brokers), "log_dirs": len(built.log_dirs),
               "partitions": len(built.partitions), "metrics_endpoints": {str(b): u for b, u in endpoints.items()}}
     emit(result, shared(ctx).output,
-         lambda: f"wrote a snapshot of {len(built.brokers)} brokers, {len(built.log_dirs)} log dirs and "
-                 f"{len(built.partitions)} partitions to {written}")
+         lambda: f"wrote a snapshot of {counted(len(built.brokers), 'broker')}, "
+                 f"{counted(len(built.log_dirs), 'log dir')} and {counted(len(built.partitions), 'partition')} to {written}")
 
 
 def _parse_endpoints(text: str) -> dict[int, str]:

@@ -14,6 +14,7 @@ import typer
 
 from .common import shared
 from .errors import CliError, CliUsageError
+from kafkactl.cluster.admin.wording import counted
 
 _GOALS_HELP = "Soft goals, highest priority first [default: hot_on_ssd,disk,network,counts,topic_spread]."
 
@@ -81,7 +82,7 @@ def summary_table(result: dict, out: Path) -> str:
         rows.append([name] + [_ratio(states[s]) for s in ("before", "after", "kafka_baseline", "lower_bound")])
     table = render_table(rows, ["RESOURCE (MAX/MEAN)", "BEFORE", "AFTER", "KAFKA", "LOWER BOUND"])
     moved = result["moves"]["after"]
-    return (f"{table}\n\n{result['plan_partitions']} partitions change: {moved['replica_moves']} replica moves, "
+    return (f"{table}\n\n{counted(result['plan_partitions'], 'partition')} change: {moved['replica_moves']} replica moves, "
             f"{moved['bytes_moved']} bytes moved, {moved['dir_moves']} moves between dirs, "
             f"{moved['leader_changes']} leader changes\n"
             f"wrote {out}/plan.json, rollback.json, report.md, report.json, utilization.png "

@@ -16,6 +16,7 @@ import typer
 
 from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 from .errors import CliError, CliUsageError
+from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="Move partition replicas between brokers (Kafka's reassignment JSON).",
                   no_args_is_help=True, epilog=SHARED_EPILOG)
@@ -134,7 +135,7 @@ def execute(
                   f"their brokers will create them there (see `kafkactl reassign verify --plan {plan}`)",
                   file=sys.stderr)
         if not wait:
-            _emit(ctx, result, lambda: f"started reassignment of {len(targets)} partitions "
+            _emit(ctx, result, lambda: f"started reassignment of {counted(len(targets), 'partition')} "
                   f"({len(moving)} move replicas, {len(wanted)} replicas to named log dirs); "
                   f"follow with `kafkactl reassign verify --plan {plan}`")
             return
@@ -376,7 +377,7 @@ def _alter_log_dirs(addresses: dict, wanted: dict, timeout: float) -> dict:
     if failed:
         (topic, partition, broker), error = sorted(failed.items())[0]
         raise CliError(f"broker {broker} refused to put topic {topic!r} partition {partition} in "
-                       f"{wanted[(topic, partition, broker)]}: {error} ({len(failed)} replicas refused); "
+                       f"{wanted[(topic, partition, broker)]}: {error} ({counted(len(failed), 'replica')} refused); "
                        f"ZooKeeper was not changed, moves between log dirs already accepted go on")
     return {r: wanted[r] for r, e in results.items() if e == "replica_not_available"}
 
@@ -414,7 +415,7 @@ def _report_wait(ctx, result: dict, states, plan: Path) -> None:
         _status_table(rows) + f"\n\nrun `kafkactl reassign verify --plan {plan}` to remove the throttles"
         if result["throttled_entities"] and not unfinished else _status_table(rows)))
     if unfinished:
-        raise CliError(f"{len(unfinished)} partitions are not complete "
+        raise CliError(f"{counted(len(unfinished), 'partition')} {'is' if len(unfinished) == 1 else 'are'} not complete "
                        f"({'the --timeout passed' if any(s.status == ra.IN_PROGRESS for s in unfinished) else 'failed'})"
                        f"; see `kafkactl reassign verify --plan {plan}`")
 
@@ -441,7 +442,7 @@ def _rollback_for(running: dict, path: Path | None):
 def _cancel_prompt(reverted: dict, source: str) -> str:
     listed = ", ".join(f"{t}-{p} -> {_ids(r)}" for (t, p), r in list(sorted(reverted.items()))[:10])
     more = f" and {len(reverted) - 10} more" if len(reverted) > 10 else ""
-    return (f"After the running reassignment ends, move {len(reverted)} partitions back ({listed}{more}; "
+    return (f"After the running reassignment ends, move {counted(len(reverted), 'partition')} back ({listed}{more}; "
             f"original replicas from {source}). Continue?")
 
 
@@ -461,7 +462,7 @@ def _start_revert(ctx, client, reverted: dict, wait: bool, zk_timeout_s: float) 
     result = {"reverted": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(reverted.items())],
               "revert_plan": str(revert_plan), "rollback_file": str(saved), "throttle_bytes_per_s": rate}
     if not wait:
-        _emit(ctx, result, lambda: f"moving {len(reverted)} partitions back; follow with "
+        _emit(ctx, result, lambda: f"moving {counted(len(reverted), 'partition')} back; follow with "
               f"`kafkactl reassign verify --plan {revert_plan}`")
         return
     states = wait_with_progress(client, reverted, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s)

@@ -15,6 +15,7 @@ import typer
 
 from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 from .errors import EXIT_FAILED, CliError, CliUsageError
+from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="List, describe, create, delete and alter topics.", no_args_is_help=True,
                   epilog=SHARED_EPILOG)
@@ -176,7 +177,7 @@ def create(
         return
     result = {"topic": name, "created": True, "partitions": {str(p): r for p, r in assignment.items()},
               "config": overrides}
-    emit(result, shared(ctx).output, lambda: f"created topic {name} with {len(assignment)} partitions")
+    emit(result, shared(ctx).output, lambda: f"created topic {name} with {counted(len(assignment), 'partition')}")
 
 
 def _validate_new_topic(name: str, overrides: dict[str, str]) -> None:
