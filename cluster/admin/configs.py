@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
+from kafkactl.cluster.broker.config import parse_int
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.client import wait
 
@@ -106,7 +107,7 @@ def read_configs(client, entities: Iterable[Entity], timeout_s: float) -> dict[E
 # --- validation
 
 def _non_negative_long(raw: str) -> int:
-    value = int(raw)
+    value = parse_int(raw)
     if not 0 <= value <= 2**63 - 1:
         raise ValueError("must be a number of bytes per second >= 0")
     return value
@@ -141,8 +142,7 @@ def validate(entity: Entity, overrides: Mapping[str, str]) -> None:
         try:
             parse(raw)
         except ValueError as error:
-            reason = "not an integer" if "invalid literal" in str(error) else str(error)
-            raise ConfigError(f"{key}: invalid value {raw!r} ({reason})") from None
+            raise ConfigError(f"{key}: invalid value {raw!r} ({error})") from None
 
 
 def altered(stored: StoredConfig, add: Mapping[str, str], delete: Iterable[str]) -> dict[str, str]:

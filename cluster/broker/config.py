@@ -108,8 +108,12 @@ class BrokerConfig:
 # --- value parsers: each takes the raw string and returns the value or raises
 # ValueError with a short reason; the loader adds the key name.
 
-def _int(raw: str) -> int:
-    return int(raw.strip())
+def parse_int(raw: str) -> int:
+    """An integer, or ValueError saying so (not Python's own wording)."""
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ValueError("not an integer") from None
 
 
 def _bool(raw: str) -> bool:
@@ -195,7 +199,7 @@ class _Key:
 
 
 _KEYS: dict[str, _Key] = {
-    "broker.id": _Key("broker_id", _int, _at_least(0)),
+    "broker.id": _Key("broker_id", parse_int, _at_least(0)),
     "zookeeper.connect": _Key("zookeeper_connect", _string),
     "listeners": _Key("listeners", _listeners),
     "advertised.listeners": _Key("advertised_listeners", _listeners),
@@ -204,54 +208,54 @@ _KEYS: dict[str, _Key] = {
     "log.dir.media": _Key("log_dir_media", _media_map),
     "log.dirs.preferred.media": _Key("log_dirs_preferred_media", _media_class),
     "broker.rack": _Key("broker_rack", _string),
-    "zookeeper.session.timeout.ms": _Key("zookeeper_session_timeout_ms", _int, _at_least(1000)),
-    "zookeeper.connection.timeout.ms": _Key("zookeeper_connection_timeout_ms", _int, _at_least(100)),
-    "num.partitions": _Key("num_partitions", _int, _at_least(1)),
-    "default.replication.factor": _Key("default_replication_factor", _int, _at_least(1)),
+    "zookeeper.session.timeout.ms": _Key("zookeeper_session_timeout_ms", parse_int, _at_least(1000)),
+    "zookeeper.connection.timeout.ms": _Key("zookeeper_connection_timeout_ms", parse_int, _at_least(100)),
+    "num.partitions": _Key("num_partitions", parse_int, _at_least(1)),
+    "default.replication.factor": _Key("default_replication_factor", parse_int, _at_least(1)),
     "auto.create.topics.enable": _Key("auto_create_topics_enable", _bool),
-    "log.segment.bytes": _Key("log_segment_bytes", _int, _at_least(14)),
-    "log.roll.ms": _Key("log_roll_ms", _int, _at_least(1)),
-    "log.roll.hours": _Key("log_roll_ms", _int, _at_least(1), 3600 * 1000),
-    "log.retention.ms": _Key("log_retention_ms", _int, _positive_or_unlimited),
-    "log.retention.minutes": _Key("log_retention_ms", _int, _positive_or_unlimited, 60 * 1000),
-    "log.retention.hours": _Key("log_retention_ms", _int, _positive_or_unlimited, 3600 * 1000),
-    "log.retention.bytes": _Key("log_retention_bytes", _int, _positive_or_unlimited),
-    "log.retention.check.interval.ms": _Key("log_retention_check_interval_ms", _int, _at_least(1)),
-    "log.flush.interval.messages": _Key("log_flush_interval_messages", _int, _at_least(1)),
-    "log.flush.interval.ms": _Key("log_flush_interval_ms", _int, _at_least(0)),
-    "log.index.interval.bytes": _Key("log_index_interval_bytes", _int, _at_least(0)),
-    "log.index.size.max.bytes": _Key("log_index_size_max_bytes", _int, _at_least(4)),
-    "log.segment.delete.delay.ms": _Key("log_segment_delete_delay_ms", _int, _at_least(0)),
+    "log.segment.bytes": _Key("log_segment_bytes", parse_int, _at_least(14)),
+    "log.roll.ms": _Key("log_roll_ms", parse_int, _at_least(1)),
+    "log.roll.hours": _Key("log_roll_ms", parse_int, _at_least(1), 3600 * 1000),
+    "log.retention.ms": _Key("log_retention_ms", parse_int, _positive_or_unlimited),
+    "log.retention.minutes": _Key("log_retention_ms", parse_int, _positive_or_unlimited, 60 * 1000),
+    "log.retention.hours": _Key("log_retention_ms", parse_int, _positive_or_unlimited, 3600 * 1000),
+    "log.retention.bytes": _Key("log_retention_bytes", parse_int, _positive_or_unlimited),
+    "log.retention.check.interval.ms": _Key("log_retention_check_interval_ms", parse_int, _at_least(1)),
+    "log.flush.interval.messages": _Key("log_flush_interval_messages", parse_int, _at_least(1)),
+    "log.flush.interval.ms": _Key("log_flush_interval_ms", parse_int, _at_least(0)),
+    "log.index.interval.bytes": _Key("log_index_interval_bytes", parse_int, _at_least(0)),
+    "log.index.size.max.bytes": _Key("log_index_size_max_bytes", parse_int, _at_least(4)),
+    "log.segment.delete.delay.ms": _Key("log_segment_delete_delay_ms", parse_int, _at_least(0)),
     "log.message.timestamp.type": _Key("log_message_timestamp_type", _timestamp_type),
-    "min.insync.replicas": _Key("min_insync_replicas", _int, _at_least(1)),
-    "replica.lag.time.max.ms": _Key("replica_lag_time_max_ms", _int, _at_least(1)),
+    "min.insync.replicas": _Key("min_insync_replicas", parse_int, _at_least(1)),
+    "replica.lag.time.max.ms": _Key("replica_lag_time_max_ms", parse_int, _at_least(1)),
     "unclean.leader.election.enable": _Key("unclean_leader_election_enable", _bool),
     "follower.fetch.pending.reads.insync.enable": _Key(
         "follower_fetch_pending_reads_insync_enable", _bool
     ),
-    "socket.request.max.bytes": _Key("socket_request_max_bytes", _int, _at_least(1)),
-    "message.max.bytes": _Key("message_max_bytes", _int, _at_least(0)),
-    "max.connections": _Key("max_connections", _int, _at_least(1)),
-    "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", _int, _at_least(0)),
+    "socket.request.max.bytes": _Key("socket_request_max_bytes", parse_int, _at_least(1)),
+    "message.max.bytes": _Key("message_max_bytes", parse_int, _at_least(0)),
+    "max.connections": _Key("max_connections", parse_int, _at_least(1)),
+    "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", parse_int, _at_least(0)),
     "replica.alter.log.dirs.io.max.bytes.per.second": _Key(
-        "replica_alter_log_dirs_io_max_bytes_per_second", _int, _at_least(1)),
-    "replica.fetch.response.max.bytes": _Key("replica_fetch_response_max_bytes", _int, _at_least(0)),
-    "max.incremental.fetch.session.cache.slots": _Key("max_incremental_fetch_session_cache_slots", _int,
+        "replica_alter_log_dirs_io_max_bytes_per_second", parse_int, _at_least(1)),
+    "replica.fetch.response.max.bytes": _Key("replica_fetch_response_max_bytes", parse_int, _at_least(0)),
+    "max.incremental.fetch.session.cache.slots": _Key("max_incremental_fetch_session_cache_slots", parse_int,
                                                       _at_least(0)),
-    "min.incremental.fetch.session.eviction.ms": _Key("min_incremental_fetch_session_eviction_ms", _int,
+    "min.incremental.fetch.session.eviction.ms": _Key("min_incremental_fetch_session_eviction_ms", parse_int,
                                                       _at_least(0)),
-    "replica.fetch.wait.max.ms": _Key("replica_fetch_wait_max_ms", _int, _at_least(0)),
-    "replica.fetch.min.bytes": _Key("replica_fetch_min_bytes", _int, _at_least(1)),
-    "replica.fetch.backoff.ms": _Key("replica_fetch_backoff_ms", _int, _at_least(0)),
-    "replica.socket.timeout.ms": _Key("replica_socket_timeout_ms", _int, _at_least(1)),
+    "replica.fetch.wait.max.ms": _Key("replica_fetch_wait_max_ms", parse_int, _at_least(0)),
+    "replica.fetch.min.bytes": _Key("replica_fetch_min_bytes", parse_int, _at_least(1)),
+    "replica.fetch.backoff.ms": _Key("replica_fetch_backoff_ms", parse_int, _at_least(0)),
+    "replica.socket.timeout.ms": _Key("replica_socket_timeout_ms", parse_int, _at_least(1)),
     "controlled.shutdown.enable": _Key("controlled_shutdown_enable", _bool),
-    "controlled.shutdown.max.retries": _Key("controlled_shutdown_max_retries", _int, _at_least(0)),
-    "controlled.shutdown.retry.backoff.ms": _Key("controlled_shutdown_retry_backoff_ms", _int, _at_least(0)),
+    "controlled.shutdown.max.retries": _Key("controlled_shutdown_max_retries", parse_int, _at_least(0)),
+    "controlled.shutdown.retry.backoff.ms": _Key("controlled_shutdown_retry_backoff_ms", parse_int, _at_least(0)),
     "auto.leader.rebalance.enable": _Key("auto_leader_rebalance_enable", _bool),
-    "leader.imbalance.per.broker.percentage": _Key("leader_imbalance_per_broker_percentage", _int, _at_least(0)),
-    "leader.imbalance.check.interval.seconds": _Key("leader_imbalance_check_interval_seconds", _int, _at_least(1)),
+    "leader.imbalance.per.broker.percentage": _Key("leader_imbalance_per_broker_percentage", parse_int, _at_least(0)),
+    "leader.imbalance.check.interval.seconds": _Key("leader_imbalance_check_interval_seconds", parse_int, _at_least(1)),
     "delete.topic.enable": _Key("delete_topic_enable", _bool),
-    "metrics.port": _Key("metrics_port", _int, _metrics_port),
+    "metrics.port": _Key("metrics_port", parse_int, _metrics_port),
 }
 
 # Kafka keys this broker accepts without acting on them (they tune Kafka's

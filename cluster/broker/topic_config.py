@@ -9,9 +9,10 @@ broker default and logs, because a bad znode must not stop a broker.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 
-from kafkactl.cluster.broker.config import BrokerConfig
+from kafkactl.cluster.broker.config import BrokerConfig, parse_int
 from kafkactl.cluster.log.config import LogConfig
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ class TopicConfigError(ValueError):
 
 def _int_at_least(minimum: int):
     def parse(raw: str) -> int:
-        value = int(raw)
+        value = parse_int(raw)
         if value < minimum:
             raise ValueError(f"must be >= {minimum}")
         return value
@@ -31,9 +32,19 @@ def _int_at_least(minimum: int):
 
 
 def _int_or_unlimited(raw: str) -> int:
-    value = int(raw)
+    value = parse_int(raw)
     if value != -1 and value <= 0:
         raise ValueError("must be > 0, or -1 for no limit")
+    return value
+
+
+def _ratio(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("not a number") from None
+    if not 0 <= value <= 1:
+        raise ValueError("must be between 0 and 1")
     return value
 
 
@@ -87,7 +98,7 @@ TOPIC_KEYS = {
     "delete.retention.ms": (None, _int_at_least(0)),
     "min.compaction.lag.ms": (None, _int_at_least(0)),
     "max.compaction.lag.ms": (None, _int_at_least(1)),
-    "min.cleanable.dirty.ratio": (None, float),
+    "min.cleanable.dirty.ratio": (None, _ratio),
     "preallocate": (None, _bool),
     "message.downconversion.enable": (None, _bool),
     "follower.replication.throttled.replicas": (None, _throttled_replicas),
@@ -100,7 +111,9 @@ TOPIC_KEYS = {
 def parse_topic_value(key: str, raw: str):
     entry = TOPIC_KEYS.get(key)
     if entry is None:
-        raise TopicConfigError(f"{key}: unknown topic config")
+        close = difflib.get_close_matches(key, TOPIC_KEYS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise TopicConfigError(f"{key}: unknown topic config{hint}")
     try:
         return entry[1](raw)
     except ValueError as error:

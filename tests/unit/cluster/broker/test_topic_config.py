@@ -21,3 +21,17 @@ def test_bad_stored_value_falls_back_to_default():
 def test_validation_names_the_key(key, value):
     with pytest.raises(TopicConfigError, match=f"^{key}: "):
         validate_topic_config({key: value})
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("retention.ms", "abc", "retention.ms: invalid value 'abc' (not an integer)"),
+    ("segment.bytes", "1x", "segment.bytes: invalid value '1x' (not an integer)"),
+    ("min.cleanable.dirty.ratio", "half", "min.cleanable.dirty.ratio: invalid value 'half' (not a number)"),
+    ("min.cleanable.dirty.ratio", "2", "min.cleanable.dirty.ratio: invalid value '2' (must be between 0 and 1)"),
+    ("retenton.ms", "1", "retenton.ms: unknown topic config; did you mean retention.ms?"),
+    ("zzz", "1", "zzz: unknown topic config"),
+])
+def test_messages_speak_kafka_not_python_and_suggest_close_keys(key, value, message):
+    with pytest.raises(TopicConfigError) as raised:
+        validate_topic_config({key: value})
+    assert str(raised.value) == message
