@@ -14,6 +14,7 @@ from pathlib import Path
 import typer
 
 from .common import SHARED_EPILOG, shared, timeout_s
+from .errors import EXIT_FAILED
 
 UP_TIMEOUT_S = 60.0
 DOWN_TIMEOUT_S = 15.0
@@ -67,11 +68,16 @@ def status(
     ctx: typer.Context,
     directory: str | None = typer.Option(None, "--dir", metavar="DIR", help=_DIR_HELP),
 ) -> None:
-    """Show the cluster's processes, whether they run, and their addresses."""
+    """Show the cluster's processes, whether they run, and their addresses.
+
+    Exits 1 when any of them is not running (after showing them), so scripts
+    and health checks can rely on the exit code."""
     with _translated_errors():
         current = _local_cluster(_directory(ctx, directory)).status(
             zk_timeout_s=timeout_s(ctx, STATUS_TIMEOUT_S))
     _emit(ctx, current.to_dict(), lambda: _status_table(current))
+    if not current.all_alive:
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command(epilog=SHARED_EPILOG)

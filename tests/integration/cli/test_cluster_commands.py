@@ -85,7 +85,9 @@ def test_up_status_down(cli, cluster_dir, home):
 
     cli.ok("cluster", "down", "--dir", str(cluster_dir))
     assert pid_gone(broker["pid"]) and pid_gone(up["zookeeper_pid"])
-    down = cli.ok("cluster", "status", "--dir", str(cluster_dir), "-o", "json").json()
+    stopped = cli("cluster", "status", "--dir", str(cluster_dir), "-o", "json")
+    assert stopped.code == 1, "status of a stopped cluster must say so in its exit code"
+    down = stopped.json()
     assert not down["zookeeper_alive"] and not down["brokers"][0]["alive"]
     again = cli.ok("cluster", "down", "--dir", str(cluster_dir), "-o", "json").json()
     assert again["existed"] and again["stopped"]
@@ -97,8 +99,9 @@ def test_up_again_restarts_only_what_died_with_its_port_and_data(cli, cluster_di
     killed, survivor = first["brokers"][1], first["brokers"][0]
     crash(killed["pid"])
 
-    status = cli.ok("cluster", "status", "--dir", str(cluster_dir), "-o", "json").json()
-    assert [b["alive"] for b in status["brokers"]] == [True, False]
+    one_down = cli("cluster", "status", "--dir", str(cluster_dir), "-o", "json")
+    assert one_down.code == 1
+    assert [b["alive"] for b in one_down.json()["brokers"]] == [True, False]
 
     second = cli.ok("cluster", "up", "--dir", str(cluster_dir), "-o", "json").json()
     restarted = second["brokers"][1]
