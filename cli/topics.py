@@ -198,9 +198,7 @@ def _explicit_assignment(text: str | None, partitions: int | None, replication_f
     from kafkactl.cluster.admin.topic_changes import InvalidChange, parse_replica_assignment
 
     if text is None:
-        if partitions is None or replication_factor is None:
-            raise CliUsageError("give --partitions and --replication-factor, or --replica-assignment")
-        return None
+        return None   # --partitions / --replication-factor, or the brokers' defaults
     if partitions is not None or replication_factor is not None:
         raise CliUsageError("--replica-assignment cannot be used with --partitions or --replication-factor "
                             "(the assignment gives both)")
@@ -219,7 +217,11 @@ def _plan_new_topic(client, name, explicit, partitions, replication_factor, dead
     existing = list_topics(client, deadline_s)
     if name in existing:
         return None
-    brokers = [BrokerInfo(b.broker_id, b.rack) for b in live_brokers(client, deadline_s)]
+    registrations = live_brokers(client, deadline_s)
+    brokers = [BrokerInfo(b.broker_id, b.rack) for b in registrations]
+    if explicit is None and (partitions is None or replication_factor is None):
+        partitions, replication_factor = _broker_defaults(client, registrations, partitions, replication_factor,
+                                                          deadline_s)
     try:
         check_name_collision(name, existing)
         if explicit is not None:
@@ -231,6 +233,39 @@ def _plan_new_topic(client, name, explicit, partitions, replication_factor, dead
         return assign_replicas(brokers, partitions, replication_factor)
     except AssignmentError as error:
         raise CliUsageError(f"--replication-factor: {error}") from None
+
+
+DEFAULT_KEYS = {"num.partitions": "--partitions", "default.replication.factor": "--replication-factor"}
+
+
+def _broker_defaults(client, registrations, partitions: int | None, replication_factor: int | None,
+                     deadline_s: float) -> tuple[int, int]:
+    """What is not given comes from the brokers' num.partitions and
+    default.replication.factor, as when Kafka's tools leave them out: asked of
+    the controller (it creates topics in Kafka), else of the lowest live broker."""
+    from kafkactl.cluster.admin import broker_queries as bq
+    from kafkactl.cluster.admin.inspect import read_controller
+
+    if not registrations:
+        raise CliError("no live broker to take --partitions / --replication-factor defaults from; give both")
+    controller = read_controller(client, deadline_s).broker_id
+    chosen = next((r for r in registrations if r.broker_id == controller), registrations[0])
+    address = bq.BrokerAddress(chosen.broker_id, chosen.host, chosen.port)
+    answer = bq.ask_brokers([address], bq.broker_configs(list(DEFAULT_KEYS)), deadline_s)[chosen.broker_id]
+    if isinstance(answer, bq.BrokerQueryError):
+        raise CliError(f"broker {chosen.broker_id} did not give its defaults ({answer}); "
+                       f"give --partitions and --replication-factor")
+    values = []
+    for key, given in (("num.partitions", partitions), ("default.replication.factor", replication_factor)):
+        if given is not None:
+            values.append(given)
+            continue
+        try:
+            values.append(int(answer[key]))
+        except (KeyError, TypeError, ValueError):
+            raise CliError(f"broker {chosen.broker_id} has no usable {key} ({answer.get(key)!r}); "
+                           f"give {DEFAULT_KEYS[key]}") from None
+    return values[0], values[1]
 
 
 def _parse_configs(items: list[str]) -> dict[str, str]:

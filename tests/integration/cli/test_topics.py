@@ -59,6 +59,7 @@ def live(tmp_path_factory):
     cluster = Live(tmp_path_factory.mktemp("topics"))
     try:
         up = json.loads(cluster.ok("cluster", "up", "--brokers", "3", "--dir", str(cluster.root / "cluster"),
+                                   "--config", "num.partitions=4", "--config", "default.replication.factor=2",
                                    "-o", "json"))
         cluster.zookeeper = up["zookeeper"]
         yield cluster
@@ -80,6 +81,17 @@ def assert_refused(live: Live, args, *fragments):
     assert "\n" not in line and line.startswith("kafkactl: error: "), done.stderr
     assert all(f in line for f in fragments), line
     assert live.znodes("/brokers/topics", "/config/topics", "/admin/delete_topics") == before
+
+
+def test_create_without_counts_takes_the_brokers_defaults(live):
+    """As Kafka's tools do when -p/-r are left out: num.partitions and
+    default.replication.factor of the brokers (4 and 2 in this cluster)."""
+    created = live.json("topics", "create", "defaults-both")
+    assert {len(r) for r in created["partitions"].values()} == {2} and len(created["partitions"]) == 4
+    only_rf = live.json("topics", "create", "defaults-rf", "-p", "2")
+    assert len(only_rf["partitions"]) == 2 and {len(r) for r in only_rf["partitions"].values()} == {2}
+    only_p = live.json("topics", "create", "defaults-p", "-r", "3")
+    assert len(only_p["partitions"]) == 4 and {len(r) for r in only_p["partitions"].values()} == {3}
 
 
 def test_create_with_an_explicit_assignment(live):

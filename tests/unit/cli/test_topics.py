@@ -88,7 +88,14 @@ def test_create_refuses_bad_explicit_assignments(fake_zookeeper, capsys):
     refused(fake_zookeeper, capsys, [*create, "1:1"], "partition 0 lists a broker twice")
     refused(fake_zookeeper, capsys, [*create, "1:x"], "partition 0", "'1:x'")
     refused(fake_zookeeper, capsys, [*create, "1:2", "--partitions", "2"], "cannot be used with --partitions")
-    refused(fake_zookeeper, capsys, ["topics", "create", "t", "--partitions", "2"], "--replication-factor")
+
+
+def test_create_without_a_count_and_no_broker_to_ask_says_what_to_give(fake_zookeeper, capsys):
+    brokers(fake_zookeeper)   # registered, but nothing listens at their addresses
+    before = fake_zookeeper.snapshot()
+    code, _, err = run(capsys, "topics", "create", "t", "--partitions", "2")
+    assert code == 1 and "give --partitions and --replication-factor" in err, err
+    assert fake_zookeeper.snapshot() == before
 
 
 def test_create_refuses_bad_names_and_configs(fake_zookeeper, capsys):
