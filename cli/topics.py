@@ -52,21 +52,40 @@ def topic_arguments(help_text: str):
 
 
 @app.command("list", epilog=SHARED_EPILOG)
-def list_(ctx: typer.Context) -> None:
-    """Topic names, one per line."""
-    from kafkactl.cluster.admin.topics import list_topics
+def list_(
+    ctx: typer.Context,
+    patterns: list[str] | None = typer.Argument(
+        None, metavar="[PATTERN]...", help="Topic names or regular expressions matching whole names [default: all]."),
+) -> None:
+    """Topic names, one per line; those queued for deletion are marked."""
+    from kafkactl.cluster.admin.topics import list_topics, marked_for_deletion
 
     from .output import emit
 
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
-        names = list_topics(client, timeout_s(ctx, ZK_TIMEOUT_S))
-    emit(names, shared(ctx).output, lambda: "\n".join(names) if names else "(no topics)")
+        names = _selected(patterns, list_topics(client, deadline_s))
+        deleting = set(marked_for_deletion(client, deadline_s))
+    lines = [f"{name} - marked for deletion" if name in deleting else name for name in names]
+    emit(names, shared(ctx).output, lambda: "\n".join(lines) if lines else "(no topics)")
+
+
+def _selected(patterns: list[str] | None, existing: list[str]) -> list[str]:
+    from kafkactl.cluster.admin.topic_names import BadTopicPattern, select_topics
+
+    if not patterns:
+        return existing
+    try:
+        return select_topics(patterns, existing)
+    except BadTopicPattern as error:
+        raise CliUsageError(str(error)) from None
 
 
 @app.command(epilog=SHARED_EPILOG)
 def describe(
     ctx: typer.Context,
-    topics: list[str] | None = topic_arguments("Topics [default: all]."),
+    topics: list[str] | None = topic_arguments(
+        "Topic names or regular expressions matching whole names [default: all]."),
     under_replicated: bool = typer.Option(False, "--under-replicated-partitions",
                                           help="Only partitions whose ISR is smaller than their replicas."),
     under_min_isr: bool = typer.Option(False, "--under-min-isr-partitions",
@@ -94,22 +113,27 @@ def describe(
 
 def _describe_rows(ctx: typer.Context, topics: list[str], filters: list[str]) -> list[dict]:
     from kafkactl.cluster.admin.inspect import matches, partition_health
-    from kafkactl.cluster.admin.topics import describe_topics, list_topics, live_brokers, min_insync_replicas
+    from kafkactl.cluster.admin.topics import (
+        describe_topics, list_topics, live_brokers, marked_for_deletion, min_insync_replicas,
+    )
 
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
-        names = topics or list_topics(client, deadline_s)
+        names = _selected(topics, list_topics(client, deadline_s))
         described = describe_topics(client, names, deadline_s)
         _require_existing(described)
         live = {b.broker_id for b in live_brokers(client, deadline_s)}
         min_isr = min_insync_replicas(client, names, deadline_s)
+        deleting = set(marked_for_deletion(client, deadline_s))
     rows = []
     for topic, partitions in described.items():
         for partition in partitions:
             health = partition_health(partition, live, min_isr[topic])
             if matches(health, filters):
+                marked = topic in deleting
                 rows.append({**partition.to_dict(), "offline_replicas": health.offline_replicas,
-                             "min_insync_replicas": min_isr[topic], "problems": health.problems()})
+                             "min_insync_replicas": min_isr[topic], "marked_for_deletion": marked,
+                             "problems": health.problems() + (["marked-for-deletion"] if marked else [])})
     return rows
 
 
@@ -142,9 +166,11 @@ def _ids(values: list[int]) -> str:
 def create(
     ctx: typer.Context,
     name: str = typer.Argument(..., metavar="TOPIC"),
-    partitions: int | None = typer.Option(None, "--partitions", "-p", min=1, help="Number of partitions."),
-    replication_factor: int | None = typer.Option(None, "--replication-factor", "-r", min=1,
-                                                  help="Replicas per partition."),
+    partitions: int | None = typer.Option(None, "--partitions", "-p", min=1,
+                                          help="Number of partitions [default: the brokers' num.partitions]."),
+    replication_factor: int | None = typer.Option(
+        None, "--replication-factor", "-r", min=1,
+        help="Replicas per partition [default: the brokers' default.replication.factor]."),
     replica_assignment: str | None = typer.Option(
         None, "--replica-assignment", metavar="1:2:3,2:3:1",
         help="Explicit replicas per partition, partition 0 first (excludes --partitions/--replication-factor)."),

@@ -249,6 +249,7 @@ def test_describe_json_is_a_flat_list_with_the_operators_fields(fake_zookeeper, 
     rows = json.loads(out)
     assert rows[1] == {"topic": "t", "partition": 1, "leader": 2, "leader_epoch": 3, "replicas": [2, 3, 1],
                        "isr": [2, 1], "offline_replicas": [3], "min_insync_replicas": 2,
+                       "marked_for_deletion": False,
                        "problems": ["under-replicated-partitions", "at-min-isr-partitions"]}
 
 
@@ -259,7 +260,20 @@ def test_describe_table_and_unknown_topic(fake_zookeeper, capsys):
     assert out.splitlines()[0].split() == ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE",
                                            "PROBLEMS"]
     assert out.splitlines()[2].split()[:7] == ["solo", "0", "-1", "3", "3", "3", "3"]
-    refused(fake_zookeeper, capsys, ["topics", "describe", "nope"], "'nope' does not exist")
+    refused(fake_zookeeper, capsys, ["topics", "describe", "nope"], "no topic matches 'nope'")
+
+
+def test_patterns_select_topics_and_deletion_is_marked(fake_zookeeper, capsys):
+    brokers(fake_zookeeper)
+    for name in ("orders.v1", "orders_v2", "events"):
+        topic(fake_zookeeper, name, {0: [1]}, states={0: (1, [1])})
+    fake_zookeeper.create("/admin/delete_topics/orders_v2", b"", makepath=True)
+    code, out, _ = run(capsys, "topics", "list", "orders.*")
+    assert (code, out.splitlines()) == (0, ["orders.v1", "orders_v2 - marked for deletion"])
+    code, out, _ = run(capsys, "topics", "describe", "orders_v.", "-o", "json")
+    [row] = json.loads(out)
+    assert (row["topic"], row["marked_for_deletion"], row["problems"]) == ("orders_v2", True, ["marked-for-deletion"])
+    refused(fake_zookeeper, capsys, ["topics", "describe", "orders("], "neither a topic nor a valid regular expression")
 
 
 def test_describe_reads_many_partitions_correctly(fake_zookeeper, capsys, monkeypatch):

@@ -51,3 +51,26 @@ def test_added_partitions_refusals():
         new_partitions_assignment({0: [1, 2, 3]}, 2, brokers)
     with pytest.raises(InvalidChange, match="list the 1 new ones"):
         new_partitions_assignment({0: [1]}, 2, brokers, explicit=[[1], [2], [1]])
+
+
+# --- selecting topics by name or pattern (kafka-topics.sh --topic) ---------------------
+
+import pytest as _pytest  # noqa: E402
+
+from kafkactl.cluster.admin.topic_names import BadTopicPattern, select_topics  # noqa: E402
+
+EXISTING = ["events", "orders.v1", "orders_v1", "orders_v2"]
+
+
+def test_an_exact_name_selects_itself_alone_and_patterns_match_whole_names():
+    assert select_topics(["orders.v1"], EXISTING) == ["orders.v1"]
+    assert select_topics(["orders_v.*"], EXISTING) == ["orders_v1", "orders_v2"]
+    assert select_topics(["order"], EXISTING + ["order"]) == ["order"]
+    assert select_topics(["ev.*", "orders_v2"], EXISTING) == ["events", "orders_v2"]
+
+
+@_pytest.mark.parametrize("pattern, message", [
+    ("ord", "no topic matches 'ord'"), ("orders(", "neither a topic nor a valid regular expression")])
+def test_a_pattern_that_selects_nothing_is_named(pattern, message):
+    with _pytest.raises(BadTopicPattern, match=message):
+        select_topics([pattern], EXISTING)
