@@ -137,7 +137,10 @@ class IsrWatch:
         self._thread.join(5)
 
 
-def produce(bootstrap: str, topic: str, messages: int, size: int) -> dict:
+def produce(bootstrap: str, topic: str, messages: int, size: int, rate: float = 0.0) -> dict:
+    """`messages` as fast as the producer goes (rate 0: throughput; the
+    latencies then mostly measure its queue), or paced at `rate` per second
+    (latency: each record's produce-to-acknowledgement time)."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
@@ -152,7 +155,11 @@ def produce(bootstrap: str, topic: str, messages: int, size: int) -> dict:
 
     producer.list_topics(topic, timeout=30)     # connected and metadata known before timing
     started = time.perf_counter()
-    for _ in range(messages):
+    for index in range(messages):
+        if rate:
+            pause = started + index / rate - time.perf_counter()
+            if pause > 0:
+                producer.poll(pause)
         while True:
             try:
                 producer.produce(topic, payload, partition=0,
@@ -205,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--paced", type=int, default=3000, help="records of the latency phase")
+    parser.add_argument("--rate", type=float, default=1000.0, help="records/s of the latency phase")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))   # the brokers inherit it, and raise theirs too
@@ -213,10 +222,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     rows = {key: [] for key in ("bare_mb", "broker_mb", "broker_threads_idle", "base", "idle_run",
-                                "base_isr", "idle_isr", "base_lag", "idle_lag")}
+                                "base_paced", "idle_paced", "base_isr", "idle_isr", "base_lag", "idle_lag")}
     with tempfile.TemporaryDirectory(prefix="bench-connections-") as workdir:
         cluster = LocalCluster(Path(workdir) / "cluster")
-        status = cluster.up(brokers=3, overrides={"auto.leader.rebalance.enable": "false"})
+        # An explicit max.connections above the idle count: the default differs
+        # between thread-per-connection main (1000) and this branch (unlimited).
+        status = cluster.up(brokers=3, overrides={"auto.leader.rebalance.enable": "false",
+                                                  "max.connections": str(args.idle + 1000)})
         try:
             leader = status.broker(1)
             bootstrap = f"{leader.host}:{leader.port}"
@@ -233,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows["bare_mb"].append(bare_server_mb_per_connection(args.idle))
                 with IsrWatch(zk, topic) as watch:
                     rows["base"].append(produce(bootstrap, topic, args.messages, args.size))
+                    rows["base_paced"].append(produce(bootstrap, topic, args.paced, args.size, args.rate))
                 rows["base_isr"].append(watch.smallest)
                 rows["base_lag"].append(catch_up_ms(ports, topic))
                 before = settle(leader.pid)
@@ -243,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows["broker_threads_idle"].append(threads_of(leader.pid))
                     with IsrWatch(zk, topic) as watch:
                         rows["idle_run"].append(produce(bootstrap, topic, args.messages, args.size))
+                        rows["idle_paced"].append(produce(bootstrap, topic, args.paced, args.size, args.rate))
                     rows["idle_isr"].append(watch.smallest)
                     rows["idle_lag"].append(catch_up_ms(ports, topic))
                 finally:
@@ -250,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                         sock.close()
                 print(f"run {run}: leader {before:.0f} MB -> {after:.0f} MB with {args.idle} idle; "
                       f"produce {rows['base'][-1]['records_per_s']:.0f} -> {rows['idle_run'][-1]['records_per_s']:.0f} "
-                      f"records/s, p99 {rows['base'][-1]['p99_ms']:.1f} -> {rows['idle_run'][-1]['p99_ms']:.1f} ms, "
+                      f"records/s, paced p99 {rows['base_paced'][-1]['p99_ms']:.1f} -> "
+                      f"{rows['idle_paced'][-1]['p99_ms']:.1f} ms, "
                       f"smallest ISR {rows['base_isr'][-1]} / {rows['idle_isr'][-1]}", flush=True)
                 time.sleep(2)   # closed connections leave the leader before the next run
             zk.stop()
@@ -266,16 +281,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.idle} idle connections, {args.runs} runs, medians; producer: confluent-kafka acks=all, "
           f"{args.messages} x {args.size} B, linger.ms 5; RF 3, min.insync.replicas 2")
     print(f"  memory per idle connection: broker {broker * 1024:.2f} KB ({broker:.4f} MB); "
-          f"bare Python selectors server {bare * 1024:.2f} KB; ratio {broker / bare:.2f}")
+          f"bare Python selectors server {bare * 1024:.2f} KB; ratio {broker / bare if bare else float('nan'):.2f}")
     print(f"  leader threads with the idle connections held: {median(rows['broker_threads_idle']):.0f}")
-    for label, key, isr, lag in (("without idle connections", "base", "base_isr", "base_lag"),
-                                 (f"with {args.idle} idle", "idle_run", "idle_isr", "idle_lag")):
+    for label, key, paced, isr, lag in (
+            ("without idle connections", "base", "base_paced", "base_isr", "base_lag"),
+            (f"with {args.idle} idle", "idle_run", "idle_paced", "idle_isr", "idle_lag")):
         print(f"  {label:>24}: {produced(key, 'records_per_s'):8.0f} records/s "
-              f"({produced(key, 'mb_per_s'):.1f} MB/s), p50 {produced(key, 'p50_ms'):.1f} ms, "
-              f"p99 {produced(key, 'p99_ms'):.1f} ms; smallest ISR {min(rows[isr])}, "
-              f"followers caught up {median(rows[lag]):.0f} ms after the last ack")
-    print(f"  ratio with / without: throughput {produced('idle_run', 'records_per_s') / produced('base', 'records_per_s'):.2f}, "
-          f"p99 {produced('idle_run', 'p99_ms') / produced('base', 'p99_ms'):.2f}")
+              f"({produced(key, 'mb_per_s'):.1f} MB/s); paced at {args.rate:.0f}/s: "
+              f"p50 {produced(paced, 'p50_ms'):.1f} ms, p99 {produced(paced, 'p99_ms'):.1f} ms; "
+              f"smallest ISR {min(rows[isr])}, followers caught up {median(rows[lag]):.0f} ms after the last ack")
+    print(f"  ratio with / without: throughput "
+          f"{produced('idle_run', 'records_per_s') / produced('base', 'records_per_s'):.2f}, "
+          f"paced p99 {produced('idle_paced', 'p99_ms') / produced('base_paced', 'p99_ms'):.2f}")
     return 0
 
 
