@@ -5,16 +5,19 @@ and without them.
     .venv/bin/python bench/connections.py                 # 10,000 idle connections, 3 runs
     .venv/bin/python bench/connections.py --idle 2000 --runs 3 --messages 20000
 
-Starts a 3-broker local cluster (RF 3, min.insync.replicas 2, leader broker
-1) in a temporary directory. Each run:
+Starts a 3-broker local cluster (RF 3, min.insync.replicas 2) in a temporary
+directory. Each run leads its topic from a broker that has never held idle
+connections (run k: broker k) and alternates the order of the two phases:
 
-1. produces `--messages` records of `--size` bytes with confluent-kafka
+1. without idle connections, produces `--messages` records of `--size` bytes with confluent-kafka
    (acks=all, idempotent, linger.ms 5) with no idle connections: records/s,
    and the p50/p99 of each record's produce-to-acknowledgement latency;
+   then `--paced` records at `--rate` per second (the latencies of a
+   producer that is not saturated);
 2. opens `--idle` connections to the leader from this process and leaves
    them idle: the leader's RSS (VmRSS) before and after, per connection;
-3. produces again with the idle connections held (same figures);
-4. throughout, samples the partition's ISR in ZooKeeper every 0.2 s (its
+   produces again with the idle connections held (same figures);
+3. throughout, samples the partition's ISR in ZooKeeper every 0.2 s (its
    smallest size) and, after each produce, the time until both followers'
    log end offsets (the brokers' /metrics) reach the leader's.
 
@@ -209,7 +212,7 @@ def median(values) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--idle", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="each on a fresh leader: at most 3 are fresh")
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--paced", type=int, default=3000, help="records of the latency phase")
@@ -230,44 +233,61 @@ def main(argv: list[str] | None = None) -> int:
         status = cluster.up(brokers=3, overrides={"auto.leader.rebalance.enable": "false",
                                                   "max.connections": str(args.idle + 1000)})
         try:
-            leader = status.broker(1)
-            bootstrap = f"{leader.host}:{leader.port}"
             ports = {b: status.broker(b).metrics_port for b in (1, 2, 3)}
             zk = KazooClient(hosts=status.zookeeper_connect, timeout=10.0)
             zk.start(timeout=30)
             for run in range(1, args.runs + 1):
+                # Each run leads from a broker that never held idle connections
+                # (freed Python memory is kept for reuse, so a second run on
+                # the same process would show no growth), and the two phases
+                # alternate in order, so warming up favours neither.
+                leader_id = (run - 1) % 3 + 1
+                leader = status.broker(leader_id)
+                bootstrap = f"{leader.host}:{leader.port}"
+                replicas = [leader_id] + [b for b in (1, 2, 3) if b != leader_id]
                 topic = f"bench-connections-{run}"
-                create_topic(zk, topic, {0: [1, 2, 3]}, {"min.insync.replicas": "2"})
-                while b'"isr":[1,2,3]' not in (zk.exists(f"/brokers/topics/{topic}/partitions/0/state") and
-                                               zk.get(f"/brokers/topics/{topic}/partitions/0/state")[0]
-                                               .replace(b" ", b"") or b""):
+                create_topic(zk, topic, {0: replicas}, {"min.insync.replicas": "2"})
+                state = f"/brokers/topics/{topic}/partitions/0/state"
+                while not (zk.exists(state) and len(json.loads(zk.get(state)[0])["isr"]) == 3):
                     time.sleep(0.1)
                 rows["bare_mb"].append(bare_server_mb_per_connection(args.idle))
-                with IsrWatch(zk, topic) as watch:
-                    rows["base"].append(produce(bootstrap, topic, args.messages, args.size))
-                    rows["base_paced"].append(produce(bootstrap, topic, args.paced, args.size, args.rate))
-                rows["base_isr"].append(watch.smallest)
-                rows["base_lag"].append(catch_up_ms(ports, topic))
-                before = settle(leader.pid)
-                idle = open_idle(leader.port, args.idle)
-                try:
-                    after = settle(leader.pid)
-                    rows["broker_mb"].append((after - before) / args.idle)
-                    rows["broker_threads_idle"].append(threads_of(leader.pid))
+
+                def without_idle():
                     with IsrWatch(zk, topic) as watch:
-                        rows["idle_run"].append(produce(bootstrap, topic, args.messages, args.size))
-                        rows["idle_paced"].append(produce(bootstrap, topic, args.paced, args.size, args.rate))
-                    rows["idle_isr"].append(watch.smallest)
-                    rows["idle_lag"].append(catch_up_ms(ports, topic))
-                finally:
-                    for sock in idle:
-                        sock.close()
-                print(f"run {run}: leader {before:.0f} MB -> {after:.0f} MB with {args.idle} idle; "
-                      f"produce {rows['base'][-1]['records_per_s']:.0f} -> {rows['idle_run'][-1]['records_per_s']:.0f} "
-                      f"records/s, paced p99 {rows['base_paced'][-1]['p99_ms']:.1f} -> "
-                      f"{rows['idle_paced'][-1]['p99_ms']:.1f} ms, "
+                        rows["base"].append(produce(bootstrap, topic, args.messages, args.size))
+                        rows["base_paced"].append(produce(bootstrap, topic, args.paced, args.size, args.rate))
+                    rows["base_isr"].append(watch.smallest)
+                    rows["base_lag"].append(catch_up_ms(ports, topic))
+
+                def with_idle():
+                    before = settle(leader.pid)
+                    idle = open_idle(leader.port, args.idle)
+                    try:
+                        after = settle(leader.pid)
+                        rows["broker_mb"].append((after - before) / args.idle)
+                        rows["broker_threads_idle"].append(threads_of(leader.pid))
+                        with IsrWatch(zk, topic) as watch:
+                            rows["idle_run"].append(produce(bootstrap, topic, args.messages, args.size))
+                            rows["idle_paced"].append(produce(bootstrap, topic, args.paced, args.size, args.rate))
+                        rows["idle_isr"].append(watch.smallest)
+                        rows["idle_lag"].append(catch_up_ms(ports, topic))
+                    finally:
+                        for sock in idle:
+                            sock.close()
+                    time.sleep(2)   # the closed connections leave the leader
+                    return before, after
+
+                if run % 2:
+                    without_idle()
+                    before, after = with_idle()
+                else:
+                    before, after = with_idle()
+                    without_idle()
+                print(f"run {run}: leader {leader_id} {before:.0f} MB -> {after:.0f} MB with {args.idle} idle; "
+                      f"produce {rows['base'][-1]['records_per_s']:.0f} / {rows['idle_run'][-1]['records_per_s']:.0f} "
+                      f"records/s, paced p99 {rows['base_paced'][-1]['p99_ms']:.1f} / "
+                      f"{rows['idle_paced'][-1]['p99_ms']:.1f} ms (without / with), "
                       f"smallest ISR {rows['base_isr'][-1]} / {rows['idle_isr'][-1]}", flush=True)
-                time.sleep(2)   # closed connections leave the leader before the next run
             zk.stop()
             zk.close()
         finally:
@@ -290,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({produced(key, 'mb_per_s'):.1f} MB/s); paced at {args.rate:.0f}/s: "
               f"p50 {produced(paced, 'p50_ms'):.1f} ms, p99 {produced(paced, 'p99_ms'):.1f} ms; "
               f"smallest ISR {min(rows[isr])}, followers caught up {median(rows[lag]):.0f} ms after the last ack")
+    stalled = {key: sum(r["p99_ms"] > 400 for r in rows[key]) for key in ("base_paced", "idle_paced")}
+    print(f"  paced phases with a p99 over 400 ms (the follower long poll, 500 ms, not woken): "
+          f"{stalled['base_paced']} of {args.runs} without, {stalled['idle_paced']} of {args.runs} with")
     print(f"  ratio with / without: throughput "
           f"{produced('idle_run', 'records_per_s') / produced('base', 'records_per_s'):.2f}, "
           f"paced p99 {produced('idle_paced', 'p99_ms') / produced('base_paced', 'p99_ms'):.2f}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import select
 import selectors
 import socket
 import threading
@@ -14,7 +15,7 @@ from queue import SimpleQueue
 
 from kafkactl.cluster.broker.deferred import DeferredResponse
 from kafkactl.cluster.broker.network import quotas
-from kafkactl.cluster.broker.network.answers import SEND_TIMEOUT_S, AnswerQueue, readable, send
+from kafkactl.cluster.broker.network.answers import SEND_TIMEOUT_S, AnswerQueue, send
 from kafkactl.cluster.broker.network.frames import (
     RECEIVE_CHUNK_BYTES, ConnectionClosed, FrameBuffer, MemoryPool, receive_into,
 )
@@ -30,6 +31,13 @@ ACCEPT_PAUSE_S = 0.1         # out of file descriptors: accept again after this
 REAP_INTERVAL_S = 1.0
 STARVED_RETRY_S = 0.01       # queued.max.request.bytes exhausted: try reading again after this
 ANSWER_POLL_S = 0.05         # a worker whose answers are pending looks at them this often
+# A worker keeps a connection this long after its last bytes before handing
+# it back: a follower fetches again, and a producer sends its next batch,
+# within a few milliseconds of an answer, and reading that request on the
+# same thread spares two thread hand-overs (each a wait for the GIL). Idle
+# connections never reach a worker; busy ones hold one, as they would a
+# thread of their own.
+LINGER_S = 0.05
 _LISTENER, _WAKE = object(), object()
 
 
@@ -80,6 +88,7 @@ class SocketServer:
         self._per_ip: dict[str, int] = {}
         self._accept_paused_until = 0.0
         self._scratch = memoryview(bytearray(RECEIVE_CHUNK_BYTES))
+        self._worker_local = threading.local()    # each worker's receive scratch
         # --- hand-over from workers to the selector thread
         self._returned: SimpleQueue = SimpleQueue()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -291,15 +300,17 @@ class SocketServer:
 
     def _serve(self, connection: Connection) -> None:
         """Handle the connection's requests while it has whole ones (or answers
-        pending), then hand it back to the selector thread."""
+        pending, or bytes arriving within LINGER_S), then hand it back to the
+        selector thread."""
         sock = connection.sock
         try:
             sock.settimeout(SEND_TIMEOUT_S)
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
             while not self._stopping.is_set():
                 frame = connection.frames.next_frame()
                 if frame is None:
-                    if connection.answers is not None and connection.answers.busy():
-                        self._receive_while_answering(connection)
+                    if self._receive_more(connection, poller):
                         continue
                     self._returned.put((connection, False))
                     self._wake()
@@ -350,19 +361,32 @@ class SocketServer:
         else:
             send(connection.sock, response)
 
-    def _receive_while_answering(self, connection: Connection) -> None:
-        """Acks=-1 answers are pending: go on reading the connection (the
-        produce requests behind them are appended meanwhile) until a whole
-        request is in or the answers are all sent."""
+    def _receive_more(self, connection: Connection, poller) -> bool:
+        """Read on until a whole request is in (True), or until no byte came
+        for LINGER_S and no answer is pending (False: hand it back). While
+        acks=-1 answers are pending the connection is kept and read, so the
+        produce requests behind them are appended meanwhile."""
         answers = connection.answers
-        scratch = memoryview(bytearray(RECEIVE_CHUNK_BYTES))
-        while answers.busy() and not connection.frames.has_frame():
-            if answers.failed:
+        scratch = self._scratch_of_worker()
+        quiet_since = time.monotonic()
+        while not connection.frames.has_frame():
+            pending = answers is not None and answers.busy()
+            if answers is not None and answers.failed:
                 raise ConnectionClosed()
-            if readable(connection.sock, ANSWER_POLL_S):
-                if not receive_into(connection.sock, connection.frames, self.pool, scratch,
-                                    connection.inter_broker):
+            if not pending and time.monotonic() - quiet_since >= LINGER_S:
+                return False
+            if poller.poll((ANSWER_POLL_S if pending else LINGER_S) * 1000):
+                if receive_into(connection.sock, connection.frames, self.pool, scratch, connection.inter_broker):
+                    quiet_since = time.monotonic()
+                else:
                     time.sleep(STARVED_RETRY_S)   # the memory pool is full
+        return True
+
+    def _scratch_of_worker(self) -> memoryview:
+        scratch = getattr(self._worker_local, "scratch", None)
+        if scratch is None:
+            scratch = self._worker_local.scratch = memoryview(bytearray(RECEIVE_CHUNK_BYTES))
+        return scratch
 
 
 def _peer(address) -> str:

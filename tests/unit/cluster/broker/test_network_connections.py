@@ -99,6 +99,7 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     old, recent = make_server.client(server), make_server.client(server)
     assert ask(old, request(METADATA, 2)) == 2
     assert ask(recent, request(METADATA, 3)) == 3         # used after `old`
+    wait_for(lambda: server.idle_connection_count() == 3)   # all handed back by their workers
     newcomer = make_server.client(server)
     assert ask(newcomer, request(METADATA, 4)) == 4
     assert closed_by_server(old)                           # the least recently used client
@@ -109,6 +110,7 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     only_followers = make_server(max_connections=2)
     a, b = make_server.client(only_followers), make_server.client(only_followers)
     assert ask(a, follower_fetch(1)) == 1 and ask(b, follower_fetch(2)) == 2
+    wait_for(lambda: only_followers.idle_connection_count() == 2)
     refused = make_server.client(only_followers)
     assert closed_by_server(refused)
     assert ask(a, follower_fetch(3)) == 3 and ask(b, follower_fetch(4)) == 4
