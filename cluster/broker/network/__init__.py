@@ -7,8 +7,10 @@ connection quotas, reads whatever bytes arrive into each connection's
 buffer, and closes connections idle for `connections.max.idle.ms`. Once a
 connection's buffer holds a whole request, the connection is handed to a
 worker (workers.py), which handles its requests in order, sends the
-answers, and hands it back when no whole request is left and no answer is
-pending. An idle connection therefore costs a socket and a few hundred bytes
+answers, and hands it back when no whole request is left, no answer is
+pending and no byte arrived for 50 ms (LINGER_S: a follower fetches again
+and a producer sends its next batch within milliseconds, read then on the
+same thread, without two hand-overs each waiting for the GIL). An idle connection therefore costs a socket and a few hundred bytes
 of bookkeeping, not a thread and a 64 KiB buffer (bench/connections.py
 measures both).
 
