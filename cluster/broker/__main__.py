@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from kafkactl.cluster.log.errors import KafkaStorageError
     from kafkactl.cluster.zk.client import ZooKeeperUnavailable
 
+    raise_open_files_limit(log)
     broker = Broker(config)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -56,6 +57,22 @@ def main(argv: list[str] | None = None) -> int:
         pass
     broker.shutdown()
     return 0
+
+
+def raise_open_files_limit(log) -> None:
+    """Every connection is a file descriptor: raise the soft limit to the hard
+    one (a distribution's soft default of 1024 would refuse clients long
+    before max.connections)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as error:
+            log.warning("cannot raise the open files limit from %s to %s: %s", soft, hard, error)
+    log.info("open files limit: %s", soft)
 
 
 def _split_override(item: str) -> tuple[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +40,45 @@ RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60000
 LOG_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60000
 HOUSEKEEPING_TICK_S = 1.0
 ALTER_LOG_DIRS_RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+
+class BrokerHosts:
+    """The addresses of the registered brokers' hosts, for the network layer's
+    per-IP rule (connections from them beyond `max.connections.per.ip` are
+    taken on probation, see network/__init__.py). This broker's own host is
+    one: on a shared host the other brokers connect from it. Host names are
+    resolved by `refresh` on the housekeeping thread when the metadata
+    changed, never on the network thread, which only reads the last set."""
+
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache) -> None:
+        self._metadata = metadata
+        own = {e.host for e in (*config.listeners, *config.advertised_listeners)}
+        if "" in own or "0.0.0.0" in own:
+            own.add(socket.gethostname())
+        self._own = _addresses(own)
+        self._snapshot = None
+        self._hosts = self._own
+
+    def __call__(self) -> frozenset[str]:
+        return self._hosts
+
+    def refresh(self, _now_ms: int = 0) -> None:
+        snapshot = self._metadata.snapshot
+        if snapshot is not self._snapshot:
+            self._snapshot = snapshot
+            self._hosts = self._own | _addresses({b.host for b in snapshot.brokers.values()})
+
+
+def _addresses(hosts) -> frozenset[str]:
+    addresses = set()
+    for host in hosts:
+        if host in ("", "0.0.0.0", "::"):
+            continue
+        try:
+            addresses.update(info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP))
+        except OSError:
+            log.warning("cannot resolve broker host %s", host)
+    return frozenset(addresses)
 
 
 def wall_clock_ms() -> int:
@@ -73,9 +113,15 @@ class Broker:
                                              changes=self.replica_manager.changes),
         )
         listener = config.listeners[0]
+        self.broker_hosts = BrokerHosts(config, self.metadata)
         self.server = SocketServer(
             listener.host, listener.port, Dispatcher(self.services),
             config.max_connections, config.socket_request_max_bytes,
+            max_connections_per_ip=config.max_connections_per_ip,
+            per_ip_overrides=config.max_connections_per_ip_overrides,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+            queued_max_request_bytes=config.queued_max_request_bytes,
+            broker_hosts=self.broker_hosts,
         )
         self.metrics_server: MetricsServer | None = None
         self.controller: Controller | None = None
@@ -171,6 +217,7 @@ class Broker:
             ("isr-expiration", max(HOUSEKEEPING_TICK_S * 1000, self.config.replica_lag_time_max_ms // 2),
              self.replica_manager.maybe_shrink_isr),
             ("flush", 0, lambda now_ms: self.log_manager.flush_due(now_ms)),
+            ("broker-hosts", 0, self.broker_hosts.refresh),
             ("purge-deleted", 0, self.log_manager.purge_deleted),
             ("high-watermark-checkpoint", HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
              lambda _: self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())),

@@ -65,7 +65,11 @@ class BrokerConfig:
     follower_fetch_pending_reads_insync_enable: bool = False
     socket_request_max_bytes: int = 104857600
     message_max_bytes: int = 1048588
-    max_connections: int = 1000
+    max_connections: int = 2**31 - 1               # Kafka's default: Integer.MAX_VALUE (no limit)
+    max_connections_per_ip: int = 2**31 - 1
+    max_connections_per_ip_overrides: dict[str, int] = field(default_factory=dict)
+    connections_max_idle_ms: int = 600000
+    queued_max_request_bytes: int = -1             # KIP-72: -1 = no bound on bytes of requests being read
     metrics_port: int = -1
     replica_fetch_max_bytes: int = 1048576
     replica_alter_log_dirs_io_max_bytes_per_second: int = 2**63 - 1   # Kafka's default: Long.MAX_VALUE
@@ -162,6 +166,28 @@ def _media_map(raw: str) -> dict[str, str]:
     return media
 
 
+_HOST = re.compile(r"^[A-Za-z0-9._:-]+$")   # a host name, an IPv4 or an IPv6 address
+
+
+def _per_ip_overrides(raw: str) -> dict[str, int]:
+    """Kafka's `host:count,host:count`; the count follows the last colon, so an
+    IPv6 address (`::1:5`) keeps its own colons."""
+    overrides = {}
+    for item in _csv(raw):
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not host or not _HOST.match(host):
+            raise ValueError(f"{item!r} is not host:count")
+        try:
+            value = int(count.strip())
+        except ValueError:
+            raise ValueError(f"{item!r}: the count is not an integer") from None
+        if value < 0:
+            raise ValueError(f"{item!r}: the count must be >= 0")
+        overrides[host] = value
+    return overrides
+
+
 def _timestamp_type(raw: str) -> str:
     value = raw.strip()
     if value not in ("CreateTime", "LogAppendTime"):
@@ -235,7 +261,11 @@ _KEYS: dict[str, _Key] = {
     ),
     "socket.request.max.bytes": _Key("socket_request_max_bytes", parse_int, _at_least(1)),
     "message.max.bytes": _Key("message_max_bytes", parse_int, _at_least(0)),
-    "max.connections": _Key("max_connections", parse_int, _at_least(1)),
+    "max.connections": _Key("max_connections", parse_int, _at_least(0)),
+    "max.connections.per.ip": _Key("max_connections_per_ip", parse_int, _at_least(0)),
+    "max.connections.per.ip.overrides": _Key("max_connections_per_ip_overrides", _per_ip_overrides),
+    "connections.max.idle.ms": _Key("connections_max_idle_ms", parse_int, _at_least(1)),
+    "queued.max.request.bytes": _Key("queued_max_request_bytes", parse_int, _positive_or_unlimited),
     "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", parse_int, _at_least(0)),
     "replica.alter.log.dirs.io.max.bytes.per.second": _Key(
         "replica_alter_log_dirs_io_max_bytes_per_second", parse_int, _at_least(1)),
@@ -367,6 +397,11 @@ def _check_cross_fields(config: BrokerConfig) -> None:
             )
     if config.message_max_bytes > config.socket_request_max_bytes:
         raise ConfigError("message.max.bytes: larger than socket.request.max.bytes")
+    # As Kafka: a bound below one whole request could never admit that request.
+    if 0 < config.queued_max_request_bytes < config.socket_request_max_bytes:
+        raise ConfigError("queued.max.request.bytes: smaller than socket.request.max.bytes")
+    if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
+        raise ConfigError("max.connections.per.ip: can be 0 only when max.connections.per.ip.overrides is set")
 
 
 def load_config(path: str, overrides: dict[str, str] | None = None) -> tuple[BrokerConfig, list[str]]:
