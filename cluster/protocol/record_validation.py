@@ -312,13 +312,14 @@ def check_records(data, record_count: int, batch_index: int) -> None:
             f"{record_count} records")
 
 
-def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int, field: str) -> int:
-    """A header key or value: length varint (-1 null) and the bytes; the position after it."""
+def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int,
+                field: str) -> tuple[int, int]:
+    """A header key or value: length varint (-1 null) and the bytes; the length and the position after it."""
     length, position = _varint(data, position, 5, batch_index, index, f"{field} length")
     if length < -1 or position + length > record_end:
         raise _invalid_record(batch_index, index, f"{field} length {length} outside the record "
                               f"({record_end - position} bytes left)")
-    return position + length if length > 0 else position
+    return length, (position + length if length > 0 else position)
 
 
 def _skip_headers(data, position: int, record_end: int, batch_index: int, index: int) -> int:
@@ -328,11 +329,11 @@ def _skip_headers(data, position: int, record_end: int, batch_index: int, index:
         raise _invalid_record(batch_index, index, f"headerCount {count} is negative or more than the "
                               f"{record_end - position} bytes left could hold")
     for header in range(count):
-        key_start = position
-        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} key")
-        if data[key_start] == 1:   # zigzag(-1): a null key
+        # the decoded length, not the first byte: 0x81 0x00 is a (2-byte) -1 too
+        length, position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} key")
+        if length == -1:
             raise _invalid_record(batch_index, index, f"header {header} key is null")
-        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} value")
+        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} value")[1]
     return position
 
 

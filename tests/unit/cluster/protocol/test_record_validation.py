@@ -404,3 +404,10 @@ def test_count_batches_stops_at_a_length_no_batch_can_have():
     lying = bytearray(build_batch([(b"a", b"1", None, BASE_TIMESTAMP)] * 3))
     struct.pack_into(">i", lying, 8, 10)   # batchLength below the header's 49: validate_batches' to name
     assert count_batches(bytes(lying)) == 1
+
+
+def test_header_key_null_in_a_two_byte_varint():
+    # 0x81 0x00 is zigzag -1 written in two bytes: still a null key (Kafka reads the value, not the byte)
+    fields = body(0, headers=()).removesuffix(varint(0)) + varint(1) + b"\x81\x00" + field(b"v")
+    data = raw_batch(varint(len(fields)) + fields, 1)
+    assert_invalid_record(data, "header 0 key is null", record_index=0)
