@@ -72,9 +72,15 @@ can fix: a CRC mismatch or a torn batch frame (record_batch.py).
 Any failure refuses the partition's whole payload: the caller checks every
 batch before writing any (Log.append_as_leader).
 
-Cost: one pass over the payload in pure Python, 1- and 2-byte varints read inline;
-the uncompressed payload is read in place from the request frame (no copy).
-See docs/benchmarks.md for the per-MiB figures.
+Cost: one pass over the payload, in C (`_record_check.c`, built by
+`pip install -e .`), reading the uncompressed payload in place from the
+request frame (no copy); `check_records_reference` is the same pass in
+Python, the executable form of the rules above, which the C walk follows
+read by read and is tested against (same verdict, same message). There is
+no silent fallback to it: it is ~20x slower, and a broker that lost its
+extension would pass every test while producing small records at a third of
+the speed; an unbuilt extension fails this import instead. See
+docs/benchmarks.md for the per-MiB figures.
 """
 
 from __future__ import annotations
@@ -83,6 +89,12 @@ import zlib
 from typing import NamedTuple
 
 from kafkactl.cluster.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
+
+try:
+    from kafkactl.cluster.protocol import _record_check
+except ImportError as error:   # not a silent fallback: see "Cost" above
+    raise ImportError(f"{error}: the C record walker (cluster/protocol/_record_check.c) is not built; "
+                      "run `make setup` (pip install -e .) with gcc installed") from error
 
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32
@@ -211,7 +223,22 @@ def uncompressed_records(codec: int, payload, batch_index: int, limit: int = MAX
 
 
 def check_records(data, record_count: int, batch_index: int) -> None:
-    """P2 and R1-R6: `data` (bytes-like, indexable) holds exactly `record_count` valid records.
+    """P2 and R1-R6: `data` (a bytes-like buffer) holds exactly `record_count` valid records.
+
+    The C walk (_record_check.c); raises what check_records_reference raises."""
+    failure = _native_walk(data, record_count)
+    if failure is not None:
+        index, detail = failure
+        if index < 0:   # P2: bytes after the last record, a batch-level error
+            raise RecordValidationError(INVALID_RECORD, f"batch {batch_index}: {detail}")
+        raise _invalid_record(batch_index, index, detail)
+
+
+_native_walk = _record_check.check_records
+
+
+def check_records_reference(data, record_count: int, batch_index: int) -> None:
+    """check_records in Python: the specification the C walk follows.
 
     One pass. Measured hot path (docs/benchmarks.md): varints of one and
     two bytes are read inline (record lengths, key and value lengths and
@@ -312,13 +339,14 @@ def check_records(data, record_count: int, batch_index: int) -> None:
             f"{record_count} records")
 
 
-def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int, field: str) -> int:
-    """A header key or value: length varint (-1 null) and the bytes; the position after it."""
+def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int,
+                field: str) -> tuple[int, int]:
+    """A header key or value: length varint (-1 null) and the bytes; the length and the position after it."""
     length, position = _varint(data, position, 5, batch_index, index, f"{field} length")
     if length < -1 or position + length > record_end:
         raise _invalid_record(batch_index, index, f"{field} length {length} outside the record "
                               f"({record_end - position} bytes left)")
-    return position + length if length > 0 else position
+    return length, (position + length if length > 0 else position)
 
 
 def _skip_headers(data, position: int, record_end: int, batch_index: int, index: int) -> int:
@@ -328,11 +356,11 @@ def _skip_headers(data, position: int, record_end: int, batch_index: int, index:
         raise _invalid_record(batch_index, index, f"headerCount {count} is negative or more than the "
                               f"{record_end - position} bytes left could hold")
     for header in range(count):
-        key_start = position
-        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} key")
-        if data[key_start] == 1:   # zigzag(-1): a null key
+        # the decoded length, not the first byte: 0x81 0x00 is a (2-byte) -1 too
+        length, position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} key")
+        if length == -1:
             raise _invalid_record(batch_index, index, f"header {header} key is null")
-        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} value")
+        position = _skip_bytes(data, position, record_end, batch_index, index, f"header {header} value")[1]
     return position
 
 

@@ -3,6 +3,9 @@
 Every bad batch here has a valid CRC, recomputed after the edit, so only its
 contents are wrong: these are the batches a fuzzer got acknowledged before
 issue 11 (the first group), then the rules one by one.
+
+Every record pass here runs twice, the C walk and the Python reference, which
+must agree (the fixture `both_walkers`); test_record_check_native.py has the rest.
 """
 
 import gzip
@@ -11,7 +14,7 @@ import struct
 import crc32c
 import pytest
 
-from kafkactl.cluster.protocol import compression
+from kafkactl.cluster.protocol import compression, record_validation
 from kafkactl.cluster.protocol.record_batch import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -37,6 +40,31 @@ from kafkactl.cluster.protocol.record_validation import (
 CODECS = (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 BASE_TIMESTAMP = 1_700_000_000_000
+
+
+def outcome(check, data, record_count: int, batch_index: int):
+    """What a record pass says: None, or the refusal's code, message and record errors."""
+    try:
+        check(data, record_count, batch_index)
+    except RecordValidationError as error:
+        return error.error_code, str(error), error.record_errors
+    return None
+
+
+@pytest.fixture(autouse=True)
+def both_walkers(monkeypatch):
+    """The production check_records (the C walk) agrees with check_records_reference on every call."""
+    native = record_validation.check_records
+    calls = []
+
+    def both(data, record_count, batch_index):
+        expected = outcome(record_validation.check_records_reference, data, record_count, batch_index)
+        assert outcome(native, data, record_count, batch_index) == expected
+        calls.append(expected)
+        native(data, record_count, batch_index)
+
+    monkeypatch.setattr(record_validation, "check_records", both)
+    yield calls
 
 
 # --- building blocks: records written field by field ---------------------------
@@ -404,3 +432,10 @@ def test_count_batches_stops_at_a_length_no_batch_can_have():
     lying = bytearray(build_batch([(b"a", b"1", None, BASE_TIMESTAMP)] * 3))
     struct.pack_into(">i", lying, 8, 10)   # batchLength below the header's 49: validate_batches' to name
     assert count_batches(bytes(lying)) == 1
+
+
+def test_header_key_null_in_a_two_byte_varint():
+    # 0x81 0x00 is zigzag -1 written in two bytes: still a null key (Kafka reads the value, not the byte)
+    fields = body(0, headers=()).removesuffix(varint(0)) + varint(1) + b"\x81\x00" + field(b"v")
+    data = raw_batch(varint(len(fields)) + fields, 1)
+    assert_invalid_record(data, "header 0 key is null", record_index=0)
