@@ -25,6 +25,14 @@ def zookeeper_address(ctx: typer.Context) -> str:
     return resolve_zookeeper(shared(ctx)).zookeeper
 
 
+def unreachable_hint(source: str) -> str:
+    """What to check when ZooKeeper does not answer: the local cluster only
+    when the address came from a context, else where the address came from."""
+    if source.startswith(("--zookeeper", "$")):
+        return f"is ZooKeeper running there? (the address is from {source})"
+    return f"is the cluster up? (`kafkactl cluster status`; the address is from the {source})"
+
+
 def timeout_s(ctx: typer.Context, default_s: float) -> float:
     value = shared(ctx).timeout_s
     return default_s if value is None else value
@@ -47,11 +55,13 @@ def zookeeper(ctx: typer.Context):
 
     from .errors import CliError
 
-    address = zookeeper_address(ctx)
+    from .config import resolve_zookeeper
+
+    resolved = resolve_zookeeper(shared(ctx))
     try:
-        client = connect_zookeeper(address, timeout_s(ctx, ZK_TIMEOUT_S))
+        client = connect_zookeeper(resolved.zookeeper, timeout_s(ctx, ZK_TIMEOUT_S))
     except zk_client.ZooKeeperUnavailable as error:
-        raise CliError(f"{error}; is the cluster up? (`kafkactl cluster status`)") from None
+        raise CliError(f"{error}; {unreachable_hint(resolved.source)}") from None
     try:
         yield client
     finally:

@@ -46,20 +46,27 @@ def isr(
 
 
 def _watch(ctx: typer.Context, client, topics: list[str], interval_s: float) -> None:
+    """Tables redrawn in place on a terminal (as watch(1) does), one after the
+    other elsewhere; with -o json one document per line, for a pipe."""
+    import sys
     import time
 
+    output = shared(ctx).output
+    terminal = sys.stdout.isatty()
     try:
         while True:
-            if shared(ctx).output == "table":
-                print("\033[H\033[2J", end="")  # clear the terminal, as watch(1) does
+            if output == "table":
+                if terminal:
+                    print("\033[H\033[2J", end="")  # clear the screen: only on a terminal
                 print(time.strftime("%Y-%m-%d %H:%M:%S"))
-            _show(ctx, client, topics)
+            _show(ctx, client, topics, one_line=output == "json")
+            sys.stdout.flush()
             time.sleep(interval_s)
     except KeyboardInterrupt:
         return
 
 
-def _show(ctx: typer.Context, client, topics: list[str]) -> None:
+def _show(ctx: typer.Context, client, topics: list[str], one_line: bool = False) -> None:
     from kafkactl.cluster.admin.isr_lag import isr_report, summary
 
     from .errors import CliUsageError
@@ -69,7 +76,14 @@ def _show(ctx: typer.Context, client, topics: list[str]) -> None:
     if missing:
         raise CliUsageError(f"topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
     totals = summary(rows)
-    emit({"partitions": rows, "summary": totals}, shared(ctx).output, lambda: _table(rows, totals))
+    report = {"partitions": rows, "summary": totals}
+    if one_line:
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps(report, separators=(",", ":")) + "\n")
+        return
+    emit(report, shared(ctx).output, lambda: _table(rows, totals))
 
 
 def _table(rows: list[dict], totals: dict[str, int]) -> str:

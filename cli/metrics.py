@@ -42,10 +42,14 @@ def snapshot(
 ) -> None:
     """Write brokers.jsonl, log_dirs.jsonl and partitions.jsonl for the planner."""
     from kafkactl.cluster.admin.snapshot import (
-        CapacityFileError, Capacities, SnapshotError, build_snapshot, load_capacity_file, read_cluster,
-        scrape_brokers, write_snapshot)
+        CapacityFileError, Capacities, SnapshotError, build_snapshot, load_capacity_file, out_dir_problem,
+        read_cluster, scrape_brokers, write_snapshot)
 
     from .output import emit
+
+    problem = out_dir_problem(out)
+    if problem:   # a usage error, as `kafkactl plan --out` says it, before anything is asked of the cluster
+        raise CliUsageError(f"--out {problem}")
 
     explicit = _parse_endpoints(metrics_endpoints) if metrics_endpoints else {}
     if capacity_file is None:

@@ -471,13 +471,22 @@ def _check_partitions(rows: list[dict], broker_ids: set[int], dirs: set[tuple[in
 
 # --- writing -----------------------------------------------------------------------------
 
+def out_dir_problem(out_dir: str | os.PathLike) -> str | None:
+    """Why `out_dir` cannot receive a snapshot (it must be new, or an empty dir), or None."""
+    out = Path(out_dir).absolute()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        return f"{out}: exists and is not an empty directory; give a new one"
+    return None
+
+
 def write_snapshot(snapshot: Snapshot, out_dir: str | os.PathLike) -> Path:
     """Check the snapshot, then write it to out_dir (new, or an empty dir)
     under a temporary name renamed into place: all three files or nothing."""
     validate_snapshot(snapshot)
     out = Path(out_dir).absolute()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise SnapshotError(f"{out} exists and is not an empty directory; choose a new --out")
+    problem = out_dir_problem(out)
+    if problem:   # checked again here: the directory may have changed since the command began
+        raise SnapshotError(problem)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:

@@ -8,6 +8,7 @@ can hang on ZooKeeper for longer than `operation_timeout_s`.
 from __future__ import annotations
 
 import logging
+import socket
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
@@ -39,7 +40,26 @@ def connect(
     return _start(hosts + chroot, session_timeout_ms, connection_timeout_ms, read_only)
 
 
+def refused_everywhere(hosts: str, probe_timeout_s: float = 1.0) -> bool:
+    """Whether every address of `hosts` ("h:p,h:p") refuses a TCP connection.
+    Kazoo would retry them until its timeout; a refusal is final (nothing
+    listens there), so it is reported at once. Timeouts, unresolvable names
+    and unreachable networks are left to kazoo's own bounded attempts."""
+    for address in hosts.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=probe_timeout_s):
+                return False
+        except ConnectionRefusedError:
+            continue
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 def _start(hosts: str, session_timeout_ms: int, connection_timeout_ms: int, read_only: bool) -> KazooClient:
+    if refused_everywhere(hosts, min(1.0, connection_timeout_ms / 1000)):
+        raise ZooKeeperUnavailable(f"cannot connect to ZooKeeper at {hosts}: connection refused")
     retry = dict(max_tries=3, delay=0.1, backoff=2, max_delay=2.0)
     client = KazooClient(
         hosts=hosts,

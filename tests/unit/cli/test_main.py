@@ -154,3 +154,11 @@ def test_cluster_commands_find_the_dir_through_an_explicit_context(capsys, tmp_p
     code, _, err = run(capsys, "--context", "mine", "cluster", "status")
     assert code == 1
     assert_one_line_error(err, f"no local cluster in {tmp_path / 'elsewhere'}")
+
+
+def test_the_hint_names_where_the_address_came_from():
+    from kafkactl.cli.common import unreachable_hint
+
+    assert unreachable_hint("--zookeeper") == "is ZooKeeper running there? (the address is from --zookeeper)"
+    assert "kafkactl cluster status" not in unreachable_hint("$KAFKACTL_ZOOKEEPER")
+    assert "kafkactl cluster status" in unreachable_hint("current context 'local'")

@@ -239,3 +239,14 @@ def test_a_context_for_another_zookeeper_is_not_taken_for_the_cluster(
     local_cluster_context(tmp_path, two_brokers, "elsewhere:2181")
     assert main(["metrics", "snapshot", "--out", str(tmp_path / "s"), *CAPACITY_OPTIONS]) == 2
     assert "no metrics endpoint for broker 1" in capsys.readouterr().err
+
+
+def test_an_out_dir_that_is_not_empty_is_a_usage_error_as_for_plan(two_brokers, tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("mine")
+    assert main(["metrics", "snapshot", "--out", str(taken), *CAPACITY_OPTIONS,
+                 "--metrics-endpoints", endpoints(two_brokers)]) == 2
+    assert capsys.readouterr().err.strip() == \
+        f"kafkactl: error: --out {taken}: exists and is not an empty directory; give a new one"
+    assert os.listdir(taken) == ["keep.txt"]
