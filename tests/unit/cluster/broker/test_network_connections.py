@@ -196,3 +196,36 @@ def test_idle_connections_hold_no_thread_and_only_the_bytes_received(make_server
     assert server.connection_count() == 200
     assert threading.active_count() <= before + 1
     assert ask(sockets[150], request(METADATA, 9)) == 9
+
+
+def test_connections_frozen_out_of_full_collections_are_still_freed_when_they_close(make_server, monkeypatch):
+    """Every FREEZE_EVERY_CONNECTIONS new connections the server collects and
+    freezes (later full collections skip them); a frozen connection must
+    still be freed when it closes, or connection churn would leak."""
+    import gc
+
+    from kafkactl.cluster.broker.network import server as server_module
+
+    monkeypatch.setattr(server_module, "FREEZE_EVERY_CONNECTIONS", 50)
+    server = make_server(max_connections=10_000)
+    gc.collect()
+    gc.freeze()
+    frozen_before = gc.get_freeze_count()
+
+    def churn(rounds: int) -> None:
+        for _ in range(rounds):
+            batch = [connect(server) for _ in range(50)]
+            assert [ask(sock, request(METADATA, i)) for i, sock in enumerate(batch)] == list(range(50))
+            for sock in batch:
+                sock.close()
+            deadline = time.monotonic() + WAIT_S
+            while server.idle_connection_count() and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    churn(4)     # the freezes happen: 200 connections
+    grown_once = gc.get_freeze_count() - frozen_before
+    churn(16)    # 800 more, opened, used and closed
+    grown_after = gc.get_freeze_count() - frozen_before
+    assert grown_once > 0, "the server never froze anything"
+    assert grown_after < grown_once + 500, (
+        f"frozen objects grew from {grown_once} to {grown_after} over 800 closed connections: they leak")
