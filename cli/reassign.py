@@ -31,41 +31,82 @@ _PLAN_HELP = "Kafka's reassignment JSON (from `reassign generate`, kafka-reassig
 @app.command(epilog=SHARED_EPILOG)
 def generate(
     ctx: typer.Context,
-    topics: list[str] = typer.Option(..., "--topics", metavar="TOPIC[,TOPIC...]",
-                                     help="Topics to move (repeatable, or comma-separated)."),
-    brokers: str = typer.Option(..., "--brokers", metavar="ID,ID,...", help="Brokers to spread them over."),
+    topics: list[str] | None = typer.Option(
+        None, "--topics", metavar="TOPIC[,TOPIC...]",
+        help="Topics to move (repeatable, or comma-separated) [default with --replace-broker or "
+             "--exclude-brokers: every topic]."),
+    brokers: str | None = typer.Option(None, "--brokers", metavar="ID,ID,...",
+                                       help="Brokers to spread the topics over (Kafka's assignment)."),
+    replace_broker: list[str] | None = typer.Option(
+        None, "--replace-broker", metavar="OLD:NEW",
+        help="Move every replica on OLD to NEW, in place (repeatable); nothing else moves."),
+    exclude_brokers: str | None = typer.Option(
+        None, "--exclude-brokers", metavar="ID,ID,...",
+        help="Move every replica off these brokers (decommission), each to the least loaded other broker, "
+             "rack-aware; nothing else moves."),
+    out: Path | None = typer.Option(None, "--out", metavar="FILE",
+                                    help="Also write the proposed plan to FILE (new), for `reassign execute --plan`."),
 ) -> None:
-    """Propose a plan with Kafka's (rack-aware) assignment over --brokers; also
-    print the current assignment, to keep for a rollback. Writes nothing."""
+    """Propose a plan, and print the current assignment of what it moves, to
+    keep for a rollback. --brokers: Kafka's (rack-aware) assignment of the
+    topics over those brokers; --replace-broker / --exclude-brokers: only the
+    replicas on those brokers move. Writes nothing in the cluster."""
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import format_reassignment
-    from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo
-    from kafkactl.cluster.admin.topics import live_brokers
+    from kafkactl.cluster.admin.topics import list_topics, live_brokers
 
-    names = _split(topics)
-    broker_ids = _broker_ids(brokers)
+    ways = [w for w, given in (("--brokers", brokers), ("--replace-broker", replace_broker),
+                               ("--exclude-brokers", exclude_brokers)) if given]
+    if len(ways) != 1:
+        raise CliUsageError("give one of --brokers, --replace-broker or --exclude-brokers")
+    if ways[0] == "--brokers" and not topics:
+        raise CliUsageError("--topics: give the topics to spread over --brokers")
+    if out is not None and out.exists():
+        raise CliUsageError(f"--out {out}: exists; give a new file")
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
+        names = _split(topics) if topics else list_topics(client, deadline_s)
         views = ra.read_partitions(client, names, deadline_s)
         registered = {b.broker_id: b for b in live_brokers(client, deadline_s)}
     missing = [t for t, parts in views.items() if parts is None]
     if missing:
         raise CliUsageError(f"--topics: topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
-    unknown = [b for b in broker_ids if b not in registered]
-    if unknown:
-        raise CliUsageError(f"--brokers: broker {unknown[0]} is not registered "
-                            f"(registered: {_ids(sorted(registered)) or 'none'})")
-    try:
-        proposed = ra.propose(views, [BrokerInfo(b, registered[b].rack) for b in broker_ids])
-    except AssignmentError as error:
-        raise CliUsageError(f"--brokers: {error}") from None
-    current = {tp: list(v.original) for tp, v in ra.flatten(views).items()}
+    proposed = _proposal(views, registered, brokers, replace_broker, exclude_brokers)
+    current = {tp: list(v.original) for tp, v in ra.flatten(views).items() if tp in proposed}
     result = {"current": format_reassignment(current), "proposed": format_reassignment(proposed)}
+    if out is not None:
+        out.write_text(json.dumps(result["proposed"], indent=2) + "\n")
     _emit(ctx, result, lambda: (
         "Current partition replica assignment (keep it to roll back):\n"
         f"{json.dumps(result['current'])}\n\n"
         "Proposed partition reassignment configuration:\n"
-        f"{json.dumps(result['proposed'])}"))
+        f"{json.dumps(result['proposed'])}" + (f"\n\nwrote the proposed plan to {out}" if out else "")))
+
+
+def _proposal(views, registered: dict, brokers: str | None, replace_broker: list[str] | None,
+              exclude_brokers: str | None) -> dict:
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin import replica_moves as moves
+    from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo
+
+    if brokers is not None:
+        broker_ids = _broker_ids(brokers, "--brokers")
+        unknown = [b for b in broker_ids if b not in registered]
+        if unknown:
+            raise CliUsageError(f"--brokers: broker {unknown[0]} is not registered "
+                                f"(registered: {_ids(sorted(registered)) or 'none'})")
+        try:
+            return ra.propose(views, [BrokerInfo(b, registered[b].rack) for b in broker_ids])
+        except AssignmentError as error:
+            raise CliUsageError(f"--brokers: {error}") from None
+    current = {tp: list(v.original) for tp, v in ra.flatten(views).items()}
+    try:
+        if replace_broker:
+            return moves.replace_brokers(current, moves.parse_replacements(replace_broker), set(registered))
+        return moves.move_off_brokers(current, set(_broker_ids(exclude_brokers, "--exclude-brokers")),
+                                      {b: r.rack for b, r in registered.items()})
+    except moves.MoveError as error:
+        raise CliUsageError(str(error)) from None
 
 
 @app.command(epilog=SHARED_EPILOG)
@@ -497,13 +538,13 @@ def _split(values: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _broker_ids(text: str) -> list[int]:
+def _broker_ids(text: str, option: str = "--brokers") -> list[int]:
     items = [i.strip() for i in text.split(",") if i.strip()]
     if not items or not all(i.isdigit() for i in items):
-        raise CliUsageError(f"--brokers {text!r}: expected broker ids separated by commas, e.g. 1,2,3")
+        raise CliUsageError(f"{option} {text!r}: expected broker ids separated by commas, e.g. 1,2,3")
     ids = [int(i) for i in items]
     if len(set(ids)) != len(ids):
-        raise CliUsageError(f"--brokers {text!r}: a broker is listed twice")
+        raise CliUsageError(f"{option} {text!r}: a broker is listed twice")
     return ids
 
 

@@ -155,6 +155,33 @@ def test_generate_output_feeds_execute(fake_zookeeper, tmp_path, capsys):
     assert fake_zookeeper.exists("/admin/reassign_partitions")
 
 
+def test_generate_replace_broker_and_exclude_brokers_move_only_their_replicas(fake_zookeeper, tmp_path, capsys):
+    cluster(fake_zookeeper, brokers=(1, 2, 3, 4, 5), topics={"t": {0: [1, 2], 1: [2, 3], 2: [3, 4]}, "u": {0: [4, 1]}})
+    before = fake_zookeeper.snapshot()
+    out = tmp_path / "replace.json"
+    assert main(["reassign", "generate", "--replace-broker", "2:5", "--out", str(out), "-o", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    moved = {(p["topic"], p["partition"]): p["replicas"] for p in result["proposed"]["partitions"]}
+    assert moved == {("t", 0): [1, 5], ("t", 1): [5, 3]}     # every topic; only what was on 2
+    assert [(p["partition"], p["replicas"]) for p in result["current"]["partitions"]] == [(0, [1, 2]), (1, [2, 3])]
+    assert json.loads(out.read_text()) == result["proposed"]
+    assert main(["reassign", "generate", "--exclude-brokers", "3,4", "--topics", "t", "-o", "json"]) == 0
+    moved = {(p["topic"], p["partition"]): p["replicas"]
+             for p in json.loads(capsys.readouterr().out)["proposed"]["partitions"]}
+    assert set(moved) == {("t", 1), ("t", 2)} and moved[("t", 1)][0] == 2
+    assert all(not {3, 4} & set(r) and len(set(r)) == 2 for r in moved.values())
+    assert fake_zookeeper.snapshot() == before
+    for argv, message in [
+        (["--replace-broker", "2:5", "--brokers", "1,2"], "give one of --brokers, --replace-broker or --exclude-brokers"),
+        (["--brokers", "1,2"], "--topics: give the topics to spread over --brokers"),
+        (["--replace-broker", "2:9"], "broker 9 is not registered"),
+        (["--replace-broker", "2-5"], "expected OLD:NEW broker ids"),
+        (["--replace-broker", "2:5", "--out", str(out)], "exists; give a new file"),
+    ]:
+        assert main(["reassign", "generate", *argv]) == 2, argv
+        assert message in one_line(capsys.readouterr().err)
+
+
 def test_verify_in_progress_exits_1_and_keeps_throttles(fake_zookeeper, tmp_path, capsys):
     cluster(fake_zookeeper)
     plan = write_plan(tmp_path, {"topic": "t", "partition": 0, "replicas": [1, 4]})
