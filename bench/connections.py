@@ -4,6 +4,7 @@ and without them.
 
     .venv/bin/python bench/connections.py                 # 10,000 idle connections, 3 runs
     .venv/bin/python bench/connections.py --idle 2000 --runs 3 --messages 20000
+    .venv/bin/python bench/connections.py --runs 1 --rounds 9   # + the interleaved A/A/B comparison
 
 Starts a 3-broker local cluster (RF 3, min.insync.replicas 2) in a temporary
 directory. Each run leads its topic from a broker that has never held idle
@@ -20,6 +21,14 @@ connections (run k: broker k) and alternates the order of the two phases:
 3. throughout, samples the partition's ISR in ZooKeeper every 0.2 s (its
    smallest size) and, after each produce, the time until both followers'
    log end offsets (the brokers' /metrics) reach the leader's.
+
+With `--rounds K` (after the runs): K rounds on one leader, each producing
+three times in a random order: twice without idle connections (A, A') and
+once while a separate process holds `--idle` connections to the leader (B).
+The rounds give the ratio B/A and the control ratio A'/A: the control is
+this machine's noise for the same producer, measured in the same run, so a
+B/A inside the control's range is "unchanged" as far as this machine can
+tell, and one outside it is an effect.
 
 The machine's limits, in the same run: a bare Python selectors server
 holding the same number of idle connections (its RSS per connection: the
@@ -95,6 +104,35 @@ def open_idle(port: int, count: int) -> list[socket.socket]:
     for _ in range(count):
         sockets.append(socket.create_connection(("127.0.0.1", port), timeout=30))
     return sockets
+
+
+HOLDER = r"""
+import socket, sys
+port, count = int(sys.argv[1]), int(sys.argv[2])
+held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(count)]
+print("held", flush=True)
+sys.stdin.read()        # until the benchmark closes our stdin
+"""
+
+
+class IdleHolder:
+    """`count` idle connections to `port`, held by another process (so the
+    producer's process does not share its interpreter with them)."""
+
+    def __init__(self, port: int, count: int) -> None:
+        self._process = subprocess.Popen([sys.executable, "-c", HOLDER, str(port), str(count)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __enter__(self):
+        if self._process.stdout.readline().strip() != "held":
+            self._process.kill()
+            raise RuntimeError("the idle-connection holder failed to connect")
+        return self
+
+    def __exit__(self, *_):
+        self._process.stdin.close()
+        self._process.wait(30)
+        time.sleep(2)       # the closed connections leave the broker
 
 
 def settle(pid: int, seconds: float = 1.5) -> float:
@@ -215,6 +253,55 @@ def median(values) -> float:
     return statistics.median(values)
 
 
+def interleaved_rounds(zk: KazooClient, status, args) -> None:
+    """The A/A'/B rounds described in the module doc, on broker 1 as leader."""
+    import random
+
+    leader = status.broker(1)
+    bootstrap, topic = f"{leader.host}:{leader.port}", "bench-connections-rounds"
+    create_topic(zk, topic, {0: [1, 2, 3]}, {"min.insync.replicas": "2"})
+    state = f"/brokers/topics/{topic}/partitions/0/state"
+    while not (zk.exists(state) and len(json.loads(zk.get(state)[0])["isr"]) == 3):
+        time.sleep(0.1)
+    order_of = random.Random(args.seed)
+    phases = {"A": [], "A'": [], "B": []}
+    smallest_isr = 3
+    for round_number in range(1, args.rounds + 1):
+        order = ["A", "A'", "B"]
+        order_of.shuffle(order)
+        for phase in order:
+            with IsrWatch(zk, topic) as watch:
+                if phase == "B":
+                    with IdleHolder(leader.port, args.idle):
+                        phases[phase].append((produce(bootstrap, topic, args.messages, args.size),
+                                              produce(bootstrap, topic, args.paced, args.size, args.rate)))
+                else:
+                    phases[phase].append((produce(bootstrap, topic, args.messages, args.size),
+                                          produce(bootstrap, topic, args.paced, args.size, args.rate)))
+            smallest_isr = min(smallest_isr, watch.smallest)
+        figures = {p: (phases[p][-1][0]["records_per_s"], phases[p][-1][1]["p99_ms"]) for p in phases}
+        print(f"round {round_number} ({' '.join(order)}): " + ", ".join(
+            f"{p} {rate:.0f} records/s p99 {p99:.1f} ms" for p, (rate, p99) in figures.items()), flush=True)
+    report_rounds(phases, smallest_isr, args)
+
+
+def report_rounds(phases: dict, smallest_isr: int, args) -> None:
+    def ratios(numerator: str, field: int, key: str) -> list[float]:
+        return sorted(n[field][key] / d[field][key] for n, d in zip(phases[numerator], phases["A"]))
+
+    print()
+    print(f"{args.rounds} interleaved rounds (A, A' without idle connections; B with {args.idle} idle "
+          f"held by another process); smallest ISR {smallest_isr}")
+    for label, field, key in (("throughput", 0, "records_per_s"), ("paced p99", 1, "p99_ms")):
+        effect, control = ratios("B", field, key), ratios("A'", field, key)
+        print(f"  {label:>10}: B/A median {median(effect):.2f} (range {effect[0]:.2f}-{effect[-1]:.2f}); "
+              f"control A'/A median {median(control):.2f} (range {control[0]:.2f}-{control[-1]:.2f})")
+    for phase, runs in phases.items():
+        print(f"  {phase:>2}: {median([r[0]['records_per_s'] for r in runs]):8.0f} records/s, "
+              f"paced p50 {median([r[1]['p50_ms'] for r in runs]):.1f} ms, "
+              f"p99 {median([r[1]['p99_ms'] for r in runs]):.1f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--idle", type=int, default=10_000)
@@ -223,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--paced", type=int, default=3000, help="records of the latency phase")
     parser.add_argument("--rate", type=float, default=1000.0, help="records/s of the latency phase")
+    parser.add_argument("--rounds", type=int, default=0, help="interleaved A/A'/B rounds after the runs")
+    parser.add_argument("--seed", type=int, default=1, help="the order of the phases in each round")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))   # the brokers inherit it, and raise theirs too
@@ -294,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"records/s, paced p99 {rows['base_paced'][-1]['p99_ms']:.1f} / "
                       f"{rows['idle_paced'][-1]['p99_ms']:.1f} ms (without / with), "
                       f"smallest ISR {rows['base_isr'][-1]} / {rows['idle_isr'][-1]}", flush=True)
+            if args.rounds:
+                interleaved_rounds(zk, status, args)
             zk.stop()
             zk.close()
         finally:
