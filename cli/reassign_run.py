@@ -82,13 +82,13 @@ def announce_rollback(saved: Path) -> None:
           file=sys.stderr)
 
 
-def start(client, targets: dict, writes, zk_timeout_s: float) -> None:
-    """The throttles and /admin/reassign_partitions, in one multi."""
+def start(client, targets: dict, writes, zk_timeout_s: float, unchanged: dict | None = None) -> None:
+    """The throttles and /admin/reassign_partitions, in one multi (see ra.start)."""
     from kafkactl.cluster.admin import configs
     from kafkactl.cluster.admin import reassignment as ra
 
     try:
-        ra.start(client, targets, writes, zk_timeout_s)
+        ra.start(client, targets, writes, zk_timeout_s, unchanged)
     except ra.ReassignmentRunning as error:
         raise CliError(f"{error} (see `kafkactl reassign status`)") from None
     except configs.ConcurrentChange as error:
