@@ -14,14 +14,18 @@ from pathlib import Path
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from .common import SHARED_EPILOG, ZK_TIMEOUT_S, timeout_s, zookeeper
 from .errors import CliError, CliUsageError
+from .reassign_run import (
+    WAIT_TIMEOUT_S, announce_rollback, confirm_or_refuse, emit as _emit, ids as _ids,
+    refuse_if_running, refuse_moving, remove_throttles, report_wait, rollback_dir, save_plan, save_rollback,
+    start, state_file, status_table, throttle_writes, wait_with_progress,
+)
 from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="Move partition replicas between brokers (Kafka's reassignment JSON).",
                   no_args_is_help=True, epilog=SHARED_EPILOG)
 
-WAIT_TIMEOUT_S = 600.0
 LOG_DIR_RETRY_S = 10.0       # Kafka's tool asks a new replica's broker again for this long
 LOG_DIR_RETRY_INTERVAL_S = 0.5
 
@@ -133,7 +137,6 @@ def execute(
     Refused while another reassignment runs. Throttles stay until `reassign
     verify` finds every partition complete. --timeout bounds --wait
     (default 600 s)."""
-    from kafkactl.cluster.admin import configs
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
     from kafkactl.cluster.admin.topics import live_brokers
@@ -142,7 +145,7 @@ def execute(
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
-        _refuse_if_running(client, zk_timeout_s)
+        refuse_if_running(client, zk_timeout_s)
         views = ra.read_partitions(client, sorted({t for t, _ in targets}), zk_timeout_s)
         brokers = live_brokers(client, zk_timeout_s)
         try:
@@ -150,17 +153,16 @@ def execute(
         except PlanError as error:
             raise CliUsageError(str(error)) from None
         flat = ra.flatten(views)
-        _refuse_moving(flat, targets)
+        refuse_moving(flat, targets)
         current = {tp: list(flat[tp].replicas) for tp in targets}
-        writes = ra.throttle_writes(client, ra.compute_throttles(current, targets), throttle, zk_timeout_s) \
-            if throttle else configs.ConfigWrites()
+        writes = throttle_writes(client, current, targets, throttle, zk_timeout_s)
         wanted = ra.wanted_log_dirs(entries)
         addresses = _addresses(brokers)
         if wanted:
             _check_log_dirs(entries, addresses, wanted, str(plan), zk_timeout_s)
         saved = save_rollback(current, rollback_file)
         pending = _alter_log_dirs(addresses, wanted, zk_timeout_s) if wanted else {}
-        _start(client, targets, writes, zk_timeout_s)
+        start(client, targets, writes, zk_timeout_s)
         pending = _retry_log_dirs(addresses, pending, zk_timeout_s)
         moving = ra.moving_partitions(current, targets)
         result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
@@ -169,8 +171,7 @@ def execute(
                   "log_dirs_named": len(wanted),
                   "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
                                        for (t, p, b), d in sorted(pending.items())]}
-        print(f"current assignment saved to {saved} (roll back with `kafkactl reassign execute --plan {saved}`)",
-              file=sys.stderr)
+        announce_rollback(saved)
         if pending:
             print(f"kafkactl: warning: {len(pending)} new replicas were not created yet to confirm their log dir; "
                   f"their brokers will create them there (see `kafkactl reassign verify --plan {plan}`)",
@@ -182,7 +183,7 @@ def execute(
             return
         refine = _log_dir_refiner(addresses, wanted, zk_timeout_s) if wanted else None
         states = wait_with_progress(client, targets, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s, refine)
-    _report_wait(ctx, result, states, plan)
+    report_wait(ctx, result, states, plan)
 
 
 @app.command(epilog=SHARED_EPILOG)
@@ -196,7 +197,6 @@ def verify(
     a move between dirs shows as in progress. Once all are complete, removes
     the throttles (topic and broker configs). Exit 1 while any partition is not
     complete."""
-    from kafkactl.cluster.admin import configs
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
     from kafkactl.cluster.admin.topics import live_brokers
@@ -220,10 +220,7 @@ def verify(
         lags = ra.replica_lags({b.broker_id: b for b in brokers}, moving, zk_timeout_s) if moving else {}
         removed = []
         if all(s.status == ra.COMPLETE for s in states):
-            writes = ra.throttle_removal(client, {t for t, _ in targets}, zk_timeout_s)
-            if writes:
-                _commit_configs(client, writes, zk_timeout_s)
-            removed = [e.entity_path for e in writes.changes]
+            removed = remove_throttles(client, {t for t, _ in targets}, zk_timeout_s)
     rows = [dict(s.to_dict(), lag=[lag.to_dict() for lag in lags.get((s.topic, s.partition), [])]) for s in states]
     _emit(ctx, {"partitions": rows, "throttles_removed": removed}, lambda: _verify_table(rows, removed))
     if any(s.status != ra.COMPLETE for s in states):
@@ -245,7 +242,7 @@ def status(ctx: typer.Context) -> None:
         return
     gone = {tp: ra.PartitionView(*tp, replicas=()) for tp in running if tp not in views}
     rows = [s.to_dict() for s in ra.progress(running, {**views, **gone}, running)]
-    _emit(ctx, rows, lambda: _status_table(rows))
+    _emit(ctx, rows, lambda: status_table(rows))
 
 
 @app.command(epilog=SHARED_EPILOG)
@@ -308,86 +305,6 @@ def read_plan(path: Path):
         raise CliUsageError(str(error)) from None
 
 
-def confirm_or_refuse(prompt: str, yes: bool) -> None:
-    """Ask before a destructive step; without a terminal, only --yes goes on."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise CliUsageError("this command needs confirmation: rerun with --yes (stdin is not a terminal)")
-    typer.confirm(prompt, abort=True, err=True)
-
-
-def save_rollback(current: dict, path: Path | None) -> Path:
-    """Write the current assignment as a plan, before anything changes."""
-    from kafkactl.cluster.admin.plan_file import format_reassignment
-
-    if path is None:
-        path = _state_file("rollback")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(format_reassignment(current)) + "\n")
-    except OSError as error:
-        raise CliError(f"--rollback-file {path}: cannot write it ({error.strerror or error}); nothing was changed")
-    return path
-
-
-def wait_with_progress(client, targets: dict, wait_s: float, zk_timeout_s: float, refine=None):
-    """A progress bar on stderr until every partition is complete or the deadline."""
-    import time
-
-    from kafkactl.cluster.admin import reassignment as ra
-
-    with typer.progressbar(length=len(targets), label="reassigning", file=sys.stderr) as bar:
-        shown = [0]
-
-        def on_progress(done: int) -> None:
-            if done > shown[0]:
-                bar.update(done - shown[0])
-                shown[0] = done
-
-        return ra.wait_until_complete(client, targets, time.monotonic() + wait_s, on_progress, zk_timeout_s,
-                                      refine)
-
-
-def _start(client, targets: dict, writes, zk_timeout_s: float) -> None:
-    from kafkactl.cluster.admin import configs
-    from kafkactl.cluster.admin import reassignment as ra
-
-    try:
-        ra.start(client, targets, writes, zk_timeout_s)
-    except ra.ReassignmentRunning as error:
-        raise CliError(f"{error} (see `kafkactl reassign status`)") from None
-    except configs.ConcurrentChange as error:
-        raise CliError(str(error)) from None
-
-
-def _commit_configs(client, writes, zk_timeout_s: float) -> None:
-    from kafkactl.cluster.admin import configs
-
-    transaction = client.transaction()
-    writes.add_to(transaction)
-    try:
-        configs.commit(client, transaction, zk_timeout_s)
-    except configs.ConcurrentChange as error:
-        raise CliError(str(error)) from None
-
-
-def _refuse_if_running(client, zk_timeout_s: float) -> None:
-    from kafkactl.cluster.admin import reassignment as ra
-
-    if ra.read_running(client, zk_timeout_s) is not None:
-        raise CliError("a reassignment is already running (/admin/reassign_partitions exists); wait for it "
-                       "(`kafkactl reassign status`) or `kafkactl reassign cancel` it")
-
-
-def _refuse_moving(views: dict, targets: dict) -> None:
-    moving = [tp for tp in targets if views[tp].is_moving]
-    if moving:
-        topic, partition = moving[0]
-        raise CliError(f"topic {topic!r} partition {partition} is still being reassigned "
-                       f"(adding/removing replicas in its topic znode); wait for it to finish")
-
-
 def _addresses(brokers) -> dict:
     from kafkactl.cluster.admin import broker_queries as bq
 
@@ -447,27 +364,13 @@ def _log_dir_refiner(addresses: dict, wanted: dict, timeout: float):
     return refine
 
 
-def _report_wait(ctx, result: dict, states, plan: Path) -> None:
-    from kafkactl.cluster.admin import reassignment as ra
-
-    rows = [s.to_dict() for s in states]
-    unfinished = [s for s in states if s.status != ra.COMPLETE]
-    _emit(ctx, dict(result, partitions=rows), lambda: (
-        _status_table(rows) + f"\n\nrun `kafkactl reassign verify --plan {plan}` to remove the throttles"
-        if result["throttled_entities"] and not unfinished else _status_table(rows)))
-    if unfinished:
-        raise CliError(f"{counted(len(unfinished), 'partition')} {'is' if len(unfinished) == 1 else 'are'} not complete "
-                       f"({'the --timeout passed' if any(s.status == ra.IN_PROGRESS for s in unfinished) else 'failed'})"
-                       f"; see `kafkactl reassign verify --plan {plan}`")
-
-
 def _rollback_for(running: dict, path: Path | None):
     """(original replicas per partition, where they come from)."""
     from kafkactl.cluster.admin import reassignment as ra
 
     if path is not None:
         return ra.targets_of(read_plan(path)), str(path)
-    directory = _rollback_dir()
+    directory = rollback_dir()
     candidates = sorted(directory.glob("rollback-*.json"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if directory.is_dir() else []
     for candidate in candidates:
@@ -488,18 +391,16 @@ def _cancel_prompt(reverted: dict, source: str) -> str:
 
 
 def _start_revert(ctx, client, reverted: dict, wait: bool, zk_timeout_s: float) -> None:
-    from kafkactl.cluster.admin import configs
     from kafkactl.cluster.admin import reassignment as ra
 
     views = ra.flatten(ra.read_partitions(client, sorted({t for t, _ in reverted}), zk_timeout_s))
     reverted = {tp: r for tp, r in reverted.items() if tp in views}
     current = {tp: list(views[tp].replicas) for tp in reverted}
     rate = ra.current_rate(client, zk_timeout_s)
-    writes = ra.throttle_writes(client, ra.compute_throttles(current, reverted), rate, zk_timeout_s) \
-        if rate else configs.ConfigWrites()
+    writes = throttle_writes(client, current, reverted, rate, zk_timeout_s)
     saved = save_rollback(current, None)
-    revert_plan = save_rollback(reverted, _state_file("revert"))
-    _start(client, reverted, writes, zk_timeout_s)
+    revert_plan = save_plan(reverted, state_file("revert"), "revert plan")
+    start(client, reverted, writes, zk_timeout_s)
     result = {"reverted": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(reverted.items())],
               "revert_plan": str(revert_plan), "rollback_file": str(saved), "throttle_bytes_per_s": rate}
     if not wait:
@@ -508,27 +409,13 @@ def _start_revert(ctx, client, reverted: dict, wait: bool, zk_timeout_s: float) 
         return
     states = wait_with_progress(client, reverted, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s)
     result["throttled_entities"] = [e.entity_path for e in writes.changes]
-    _report_wait(ctx, result, states, revert_plan)
+    report_wait(ctx, result, states, revert_plan)
 
 
 def _deadline(ctx) -> float:
     import time
 
     return time.monotonic() + timeout_s(ctx, WAIT_TIMEOUT_S)
-
-
-def _state_file(kind: str) -> Path:
-    """A new file in kafkactl's state dir: `<kind>-<UTC time>-<pid>.json`."""
-    import os
-    import time
-
-    return _rollback_dir() / f"{kind}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.json"
-
-
-def _rollback_dir() -> Path:
-    from .config import default_cluster_dir
-
-    return default_cluster_dir().parent / "reassignments"
 
 
 def _split(values: list[str]) -> list[str]:
@@ -546,12 +433,6 @@ def _broker_ids(text: str, option: str = "--brokers") -> list[int]:
     if len(set(ids)) != len(ids):
         raise CliUsageError(f"{option} {text!r}: a broker is listed twice")
     return ids
-
-
-def _emit(ctx, data, table) -> None:
-    from .output import emit
-
-    emit(data, shared(ctx).output, table)
 
 
 def _verify_table(rows: list[dict], removed: list[str]) -> str:
@@ -575,16 +456,3 @@ def _lag_text(lag: dict) -> str:
         return f"replica {lag['broker']}: {lag['lag']} messages behind"
     membership = "in ISR" if lag["in_isr"] else "not in ISR"
     return f"replica {lag['broker']}: {membership} ({lag['note']})"
-
-
-def _status_table(rows: list[dict]) -> str:
-    from .output import render_table
-
-    return render_table([[r["topic"], r["partition"], r["status"], _ids(r["target"]), _ids(r["replicas"]),
-                          _ids(r["adding"]), _ids(r["removing"]), _ids(r["isr"]), r["detail"]] for r in rows],
-                        ["TOPIC", "PARTITION", "STATUS", "TARGET", "REPLICAS", "ADDING", "REMOVING", "ISR",
-                         "DETAIL"])
-
-
-def _ids(values) -> str:
-    return ",".join(str(v) for v in values)

@@ -4,12 +4,14 @@ What kafka-topics.sh does in ZooKeeper mode: creation writes
 /config/topics/<t> and /brokers/topics/<t> in one multi, deletion marks
 /admin/delete_topics/<t> for the controller, alter adds partitions to
 /brokers/topics/<t> with a write conditional on the version read. Every
-input is validated before anything is written.
+input is validated before anything is written. `alter --replication-factor`,
+which Kafka's scripts lack, is a reassignment (cli/replication_factor.py).
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -388,12 +390,66 @@ def _report_deletion(ctx, marked: list[str], already: list[str], missing: list[s
 def alter(
     ctx: typer.Context,
     name: str = typer.Argument(..., metavar="TOPIC", autocompletion=complete_topics),
-    partitions: int = typer.Option(..., "--partitions", "-p", min=1, help="New total number of partitions."),
+    partitions: int | None = typer.Option(None, "--partitions", "-p", min=1,
+                                          help="New total number of partitions (only adds)."),
     replica_assignment: str | None = typer.Option(
         None, "--replica-assignment", metavar="1:2:3,2:3:1",
-        help="Replicas of the new partitions (or of all partitions; the existing ones are kept)."),
+        help="With --partitions: replicas of the new partitions (or of all partitions; the existing ones "
+             "are kept)."),
+    replication_factor: int | None = typer.Option(
+        None, "--replication-factor", "-r", min=1,
+        help="New number of replicas of every partition: a reassignment, proposed and started here."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --replication-factor: do not ask for confirmation."),
+    throttle: int | None = typer.Option(
+        None, "--throttle", metavar="BYTES_PER_S", min=1,
+        help="With --replication-factor: replication throttle for the moving replicas, per broker."),
+    wait: bool = typer.Option(False, "--wait",
+                              help="With --replication-factor: show progress until every partition is done."),
+    rollback_file: Path | None = typer.Option(
+        None, "--rollback-file", metavar="PATH",
+        help="With --replication-factor: where to save the current assignment [default: a new file in "
+             "kafkactl's state dir]."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --replication-factor: show the plan; write nothing."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="FILE",
+        help="With --replication-factor: write the plan to FILE (new) for `reassign execute --plan` instead "
+             "of starting it."),
 ) -> None:
-    """Add partitions to a topic (never removes any)."""
+    """Add partitions to a topic (--partitions; never removes any), or change
+    its replication factor (--replication-factor), one at a time.
+
+    --replication-factor does what Kafka's scripts cannot: it proposes the
+    reassignment and runs it as `reassign execute` does. Increasing keeps
+    every replica where it is (leaders and preferred leaders stay) and adds
+    replicas on the least loaded brokers, preferring racks the partition
+    does not use yet; decreasing never removes the first replica (the
+    preferred leader) and removes those on a rack the partition uses twice
+    first, then those on the most loaded brokers. The plan is shown; once
+    confirmed, the current assignment is saved as a rollback plan, then the
+    throttles (--throttle) and /admin/reassign_partitions are written in
+    one multi. Refused while another reassignment runs. With --wait, the
+    throttles are removed once every partition is complete; without, by
+    `reassign verify --plan` with the plan file it prints. --timeout bounds
+    --wait (default 600 s)."""
+    from .replication_factor import RunOptions, alter_replication_factor
+
+    options = RunOptions(yes, throttle, wait, rollback_file, dry_run, out)
+    if partitions is not None and replication_factor is not None:
+        raise CliUsageError("give --partitions or --replication-factor, not both: one change at a time")
+    if replication_factor is not None:
+        if replica_assignment is not None:
+            raise CliUsageError("--replica-assignment goes with --partitions (for replicas of your own, "
+                                "write a plan for `kafkactl reassign execute`)")
+        alter_replication_factor(ctx, name, replication_factor, options)
+        return
+    if partitions is None:
+        raise CliUsageError("give --partitions (to add partitions) or --replication-factor")
+    if options.given():
+        raise CliUsageError(f"{options.given()[0]} goes with --replication-factor (adding partitions moves no data)")
+    _alter_partitions(ctx, name, partitions, replica_assignment)
+
+
+def _alter_partitions(ctx: typer.Context, name: str, partitions: int, replica_assignment: str | None) -> None:
     from kafkactl.cluster.admin.topic_changes import InvalidChange, parse_replica_assignment
     from kafkactl.cluster.admin.topics import ConcurrentChangeError, TopicNotFoundError
 

@@ -63,6 +63,9 @@ EXAMPLES: list[Example] = [
     example("topics", "list"),
     example("topics", "describe", "orders"),
     example("topics", "alter", "orders", "--partitions", "8"),
+    example("topics", "alter", "audit", "--replication-factor", "2", "--yes", "--wait",
+            note="Kafka's scripts cannot change a replication factor; here the reassignment is proposed "
+                 "(leaders stay first) and run as `reassign execute` runs it. --dry-run shows the plan only."),
     example("configs", "alter", "--topic", "orders", "--add", "retention.ms=86400000"),
     example("configs", "describe", "--topic", "orders"),
     example("configs", "alter", "--broker-default", "--add", "follower.replication.throttled.rate=50000000"),
@@ -108,6 +111,8 @@ KAFKA_TOOLS = [
      "kafkactl topics create T -p 6 -r 3 --config k=v"),
     ("kafka-topics.sh ... --create --topic T --replica-assignment 1:2,2:3", "kafkactl topics create T --replica-assignment 1:2,2:3"),
     ("kafka-topics.sh ... --alter --topic T --partitions 8", "kafkactl topics alter T --partitions 8"),
+    ("kafka-reassign-partitions.sh --execute --reassignment-json-file HAND_WRITTEN_RF_PLAN.json",
+     "kafkactl topics alter T --replication-factor 3 [--throttle B] [--wait]"),
     ("kafka-topics.sh ... --delete --topic T", "kafkactl topics delete T"),
     ("kafka-configs.sh --zookeeper Z --entity-type topics --entity-name T --alter --add-config k=v",
      "kafkactl -z Z configs alter --topic T --add k=v"),

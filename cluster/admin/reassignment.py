@@ -234,12 +234,16 @@ def targets_of(entries: Iterable[PlanEntry]) -> dict[TopicPartition, list[int]]:
 
 
 def start(client, targets: Mapping[TopicPartition, Sequence[int]], writes: configs.ConfigWrites,
-          timeout_s: float) -> None:
+          timeout_s: float, unchanged: Mapping[str, int] | None = None) -> None:
     """One multi: the config writes with their notifications, then the
-    reassignment znode (created: it fails if another reassignment started)."""
+    reassignment znode (created: it fails if another reassignment started).
+    `unchanged`: znodes (path: version) the plan was made from, which must
+    still be at that version (else ConcurrentChange, nothing written)."""
     configs.ensure_config_parents(client, timeout_s)
     wait(client.ensure_path_async("/admin"), timeout_s)
     transaction = client.transaction()
+    for path, version in (unchanged or {}).items():
+        transaction.check(path, version)
     writes.add_to(transaction)
     transaction.create(layout.REASSIGN_PARTITIONS,
                        codecs.encode_reassignment({tp: list(r) for tp, r in targets.items()}))
