@@ -82,7 +82,8 @@ def alter_replication_factor(ctx: typer.Context, topic: str, factor: int, option
         registered = {b.broker_id: b.rack for b in live_brokers(client, zk_timeout_s)}
         try:
             proposed = propose_replication_factor(topic, assignment.partitions, factor, registered,
-                                                  _replica_counts(client, zk_timeout_s))
+                                                  _replica_counts(client, zk_timeout_s),
+                                                  _leaders(client, topic, zk_timeout_s))
         except ReplicationFactorError as error:
             raise CliUsageError(f"--replication-factor {factor}: {error}") from None
         current = {(topic, p): list(assignment.partitions[p]) for p in proposed}
@@ -119,6 +120,14 @@ def alter_replication_factor(ctx: typer.Context, topic: str, factor: int, option
         if options.throttle and all(s.status == ra.COMPLETE for s in states):
             result["throttles_removed"] = remove_throttles(client, {topic}, zk_timeout_s)
     report_wait(ctx, result, states, plan)
+
+
+def _leaders(client, topic: str, zk_timeout_s: float) -> dict[int, int]:
+    """Partition -> its current leader (none while a partition has no leader)."""
+    from kafkactl.cluster.admin.topics import describe_topics
+
+    return {info.partition: info.leader for info in describe_topics(client, [topic], zk_timeout_s)[topic] or ()
+            if info.leader >= 0}
 
 
 def _replica_counts(client, zk_timeout_s: float) -> dict[int, int]:

@@ -19,10 +19,13 @@ partition does not have yet, choosing by, in order:
 Decreasing never removes the first replica (the preferred leader); the
 others keep their order. Replicas are removed one at a time, choosing by:
   1. a broker that is not registered (its replica serves nobody),
-  2. a replica whose rack another remaining replica of the partition shares,
-  3. the broker with the most replicas in the cluster (counted down as
+  2. a replica that is not the partition's current leader (`leaders`: when
+     the leader is not the preferred one, removing it would force an
+     election and interrupt its clients),
+  3. a replica whose rack another remaining replica of the partition shares,
+  4. the broker with the most replicas in the cluster (counted down as
      replicas are removed),
-  4. the replica nearest the end of the list.
+  5. the replica nearest the end of the list.
 
 Partitions that have the wanted factor already are left out; an empty plan
 means there is nothing to do. Refused with ReplicationFactorError (one
@@ -45,11 +48,13 @@ class ReplicationFactorError(ValueError):
 
 def propose_replication_factor(topic: str, current: Mapping[int, Sequence[int]], replication_factor: int,
                                brokers: Mapping[int, str | None],
-                               load: Mapping[int, int]) -> dict[int, list[int]]:
+                               load: Mapping[int, int],
+                               leaders: Mapping[int, int] | None = None) -> dict[int, list[int]]:
     """The new replicas of every partition of `topic` (`current`: partition ->
     replicas) whose replica count is not `replication_factor`. `brokers`: every
     registered broker and its rack (None without one); `load`: replicas per
-    broker over the whole cluster, this topic included."""
+    broker over the whole cluster, this topic included; `leaders`: partition ->
+    its current leader, where known."""
     if replication_factor < 1:
         raise ReplicationFactorError(f"replication factor must be at least 1, not {replication_factor}")
     changing = {p: list(r) for p, r in sorted(current.items()) if len(r) != replication_factor}
@@ -72,7 +77,7 @@ def propose_replication_factor(topic: str, current: Mapping[int, Sequence[int]],
             load[chosen] += 1
             topic_load[chosen] += 1
         while len(replicas) > replication_factor:
-            dropped = _replica_to_drop(replicas, brokers, load)
+            dropped = _replica_to_drop(replicas, brokers, load, (leaders or {}).get(partition))
             replicas.remove(dropped)
             load[dropped] = load.get(dropped, 0) - 1
         missing = [b for b in replicas if b not in brokers]
@@ -103,12 +108,13 @@ def _new_replica(replicas: list[int], ordered: list[int], brokers: Mapping[int, 
     return min((b for b in ordered if b not in replicas), key=preference)
 
 
-def _replica_to_drop(replicas: list[int], brokers: Mapping[int, str | None], load: Mapping[int, int]) -> int:
+def _replica_to_drop(replicas: list[int], brokers: Mapping[int, str | None], load: Mapping[int, int],
+                     leader: int | None) -> int:
     def preference(position: int):
         broker_id = replicas[position]
         rack = brokers.get(broker_id)
         shares_rack = rack is not None and any(brokers.get(o) == rack for o in replicas if o != broker_id)
-        return broker_id not in brokers, shares_rack, load.get(broker_id, 0), position
+        return broker_id not in brokers, broker_id != leader, shares_rack, load.get(broker_id, 0), position
 
     # Position 0, the preferred leader, is never a candidate.
     return replicas[max(range(1, len(replicas)), key=preference)]

@@ -7,13 +7,13 @@ from kafkactl.cluster.admin.replication_factor import ReplicationFactorError, pr
 NO_RACKS = {1: None, 2: None, 3: None}
 
 
-def propose(current, factor, brokers=NO_RACKS, load=None):
+def propose(current, factor, brokers=NO_RACKS, load=None, leaders=None):
     if load is None:   # only this topic in the cluster
         load = {}
         for replicas in current.values():
             for b in replicas:
                 load[b] = load.get(b, 0) + 1
-    return propose_replication_factor("t", current, factor, brokers, load)
+    return propose_replication_factor("t", current, factor, brokers, load, leaders)
 
 
 # --- increasing
@@ -62,6 +62,13 @@ def test_decreasing_drops_a_replica_that_doubles_up_a_rack_first_then_the_most_l
     assert propose({0: [1, 2, 3]}, 2, load={1: 1, 2: 9, 3: 1}) == {0: [1, 3]}
     assert propose({0: [1, 2, 3, 4]}, 2, {1: "a", 2: "a", 3: "b", 4: "b"}, load={1: 1, 2: 1, 3: 1, 4: 1}) == \
         {0: [1, 3]}
+
+
+def test_decreasing_keeps_the_current_leader_when_it_is_not_the_preferred_one():
+    # Broker 3 leads (1 was down a while): dropping it would force an election.
+    assert propose({0: [1, 2, 3]}, 2, leaders={0: 3}) == {0: [1, 3]}
+    assert propose({0: [1, 2, 3]}, 2, {1: "a", 2: "b", 3: "a"}, leaders={0: 3}) == {0: [1, 3]}
+    assert propose({0: [1, 2, 3]}, 2, leaders={0: 1}) == {0: [1, 2]}
 
 
 def test_a_replica_on_a_broker_that_is_gone_is_dropped_first():
