@@ -1,8 +1,11 @@
 """Routes one request frame to its handler and encodes the answer.
 
 Unsupported versions: ApiVersions gets its v0 fallback answer (KIP-511);
-any other API's unknown version cannot be answered in a layout the client
-expects, so the connection is closed, as Apache Kafka does.
+versions Kafka 2.8 serves that this broker cannot (protocol/apis.py,
+`is_refused`) are answered with UNSUPPORTED_VERSION in their own layout
+(handlers/unsupported_version.py); any other unknown API or version cannot
+be answered in a layout the client expects, so the connection is closed, as
+Apache Kafka does.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kafkactl.cluster.broker.handlers import (
     metadata,
     offset_for_leader_epoch,
     produce,
+    unsupported_version,
 )
 from kafkactl.cluster.broker.handlers import control as control_handlers
 from kafkactl.cluster.broker.deferred import DeferredResponse
@@ -91,6 +95,8 @@ class Dispatcher:
             handler = CONTROL_HANDLERS[api_key]
         elif apis.is_supported(api_key, api_version):
             handler = HANDLERS[api_key]
+        elif apis.is_refused(api_key, api_version):
+            handler = unsupported_version.HANDLERS[api_key]
         else:
             raise FrameError(f"unsupported api_key {api_key} version {api_version}")
         header, request = decode_request(frame, api_key, api_version)

@@ -3,9 +3,16 @@
 Advertised ranges are chosen for what real clients need (see
 ../shared/reference/wire-compat.md): librdkafka only compresses when Produce
 v0 appears in the range and only uses magic v2 when Fetch v4+ does, so
-Produce is advertised from v0 while v0-v2 requests are answered with
-UNSUPPORTED_VERSION (Kafka 4.0 does the same). Fetch stops at v12 because
-v13+ addresses topics by id only.
+Produce is advertised from v0 (as Kafka 4.0 does) though v0-v2 are not
+served. Fetch stops at v12 because v13+ addresses topics by id only.
+
+Versions Kafka 2.8 serves but this broker cannot (Produce v0-2 and Fetch
+v0-3 carry message formats 0 and 1; the log holds magic 2 only) are still
+read, from `answered_min`, and answered with UNSUPPORTED_VERSION in their
+own layout: clients that never ask ApiVersions (kafka-python's SimpleClient,
+a client pinned to api_version=(0, 10)) get an error they can parse instead
+of a closed connection they would retry forever. docs/architecture.md has
+the audit against Kafka 2.8.
 """
 
 from dataclasses import dataclass
@@ -28,26 +35,42 @@ class VersionRange:
     advertised_min: int
     advertised_max: int
     implemented_min: int  # lowest version actually served
+    answered_min: int | None = None  # lowest version read, to refuse it in its own layout
 
     def implements(self, version: int) -> bool:
         return self.implemented_min <= version <= self.advertised_max
 
+    def refuses(self, version: int) -> bool:
+        """Read only to answer UNSUPPORTED_VERSION (below implemented_min)."""
+        return self.answered_min is not None and self.answered_min <= version < self.implemented_min
+
+    def decoded(self) -> range:
+        """Every version the dispatcher hands to a decoder."""
+        low = self.implemented_min if self.answered_min is None else self.answered_min
+        return range(low, self.advertised_max + 1)
+
 
 SUPPORTED: dict[int, VersionRange] = {
-    PRODUCE: VersionRange(0, 9, 3),
-    FETCH: VersionRange(4, 12, 4),
-    LIST_OFFSETS: VersionRange(0, 7, 0),              # v0: protocol/old_versions.py
+    PRODUCE: VersionRange(0, 9, 3, answered_min=0),   # v0-2 refused
+    FETCH: VersionRange(4, 12, 4, answered_min=0),    # v0-3 refused, not advertised
+    LIST_OFFSETS: VersionRange(0, 7, 0),              # v0: protocol/old_versions/
     METADATA: VersionRange(0, 12, 0),
     FIND_COORDINATOR: VersionRange(0, 4, 0),
     API_VERSIONS: VersionRange(0, 4, 0),
     INIT_PRODUCER_ID: VersionRange(0, 4, 0),
-    OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4, 2),   # kio has v2-v4
-    DESCRIBE_CONFIGS: VersionRange(1, 4, 1),          # kio has v1-v4
-    ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2, 1),    # kio has v1-v2
-    DESCRIBE_LOG_DIRS: VersionRange(1, 4, 1),         # v5 would make kafka-python infer Kafka 4.3
+    OFFSET_FOR_LEADER_EPOCH: VersionRange(0, 4, 0),   # v0-1: protocol/old_versions/
+    DESCRIBE_CONFIGS: VersionRange(0, 4, 0),          # v0: protocol/old_versions/
+    ALTER_REPLICA_LOG_DIRS: VersionRange(0, 2, 0),    # v0: kio's v1 layout
+    DESCRIBE_LOG_DIRS: VersionRange(0, 4, 0),         # v0: kio's v1 layout; v5 would make kafka-python infer Kafka 4.3
 }
 
 
 def is_supported(api_key: int, api_version: int) -> bool:
     versions = SUPPORTED.get(api_key)
     return versions is not None and versions.implements(api_version)
+
+
+def is_refused(api_key: int, api_version: int) -> bool:
+    """Answered with UNSUPPORTED_VERSION in the request's own version."""
+    versions = SUPPORTED.get(api_key)
+    return versions is not None and versions.refuses(api_version)

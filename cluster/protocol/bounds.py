@@ -28,8 +28,9 @@ here, kio's own decode about 0.25 ms (incremental fetch sessions send only
 the partitions that changed).
 
 The request header is checked by framing.parse_request_header; Produce
-bodies by produce_request.read_produce_request, which bounds every length
-itself and never reserves by a declared count.
+v3+ bodies by produce_request.read_produce_request, which bounds every
+length itself and never reserves by a declared count (v0-v2, read only to
+be refused, go through this walk and kio like any other request).
 """
 
 from __future__ import annotations

@@ -68,10 +68,10 @@ def is_flexible(api_key: int, api_version: int) -> bool:
 
 
 def decode_request(frame: bytes, api_key: int, api_version: int):
-    """Header and body of a supported request; FrameError if malformed.
+    """Header and body of a request the dispatcher takes; FrameError if malformed.
 
-    Produce bodies are read by protocol.produce_request: their records are
-    views of `frame`, not copies (valid while the frame's buffer is)."""
+    Produce v3+ bodies are read by protocol.produce_request: their records
+    are views of `frame`, not copies (valid while the frame's buffer is)."""
     cls = request_class(api_key, api_version)
     header = parse_request_header(frame, cls.__flexible__)
     if api_key == PRODUCE_API_KEY and produce_request.MIN_VERSION <= api_version <= produce_request.MAX_VERSION:

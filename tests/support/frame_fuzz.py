@@ -33,8 +33,7 @@ EXTREME_COUNTS = (0, 1, 2, 127, 128, 16383, 16384, 2**31 - 1, 2**32 - 2, 2**32 -
 def accepted_versions(api_key: int) -> range:
     if control.is_control_api(api_key):
         return range(control.VERSIONS[api_key], control.VERSIONS[api_key] + 1)
-    versions = apis.SUPPORTED[api_key]
-    return range(versions.implemented_min, versions.advertised_max + 1)
+    return apis.SUPPORTED[api_key].decoded()   # served, or read to answer UNSUPPORTED_VERSION
 
 
 def mutate(frame: bytes, rng: random.Random) -> tuple[bytes, str]:

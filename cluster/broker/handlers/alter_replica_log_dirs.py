@@ -1,4 +1,4 @@
-"""AlterReplicaLogDirs (API 34, v1-v2): put replicas of this broker in given log dirs (KIP-113).
+"""AlterReplicaLogDirs (API 34, v0-v2): put replicas of this broker in given log dirs (KIP-113).
 
 Per partition, as Kafka's ReplicaManager.alterReplicaLogDirs answers:
 - LOG_DIR_NOT_FOUND: the path is not one of this broker's log dirs;

@@ -1,4 +1,4 @@
-"""DescribeConfigs (API 32, v1-v4): this broker's configs, and a topic's.
+"""DescribeConfigs (API 32, v0-v4): this broker's configs, and a topic's.
 
 BROKER resource (named by this broker's id, or "" as Kafka allows): every key
 of the broker's properties file that maps one to one onto a setting, with
@@ -12,6 +12,10 @@ INVALID_REQUEST, as in Kafka (ask that broker).
 TOPIC resource: the topic's overrides from /config/topics (source
 DYNAMIC_TOPIC_CONFIG), and for the other keys this broker resolves, the
 broker-level default (DEFAULT_CONFIG).
+
+v0 has no source, only `is_default`: true for DEFAULT_CONFIG, as Kafka up to
+2.6 answers (2.7 and 2.8 always send false, a regression of their generated
+serializer; a client reading v0 turns false into a static or topic source).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DescribeLogDirs (API 35, v1-v4): every log dir with its partitions' sizes.
+"""DescribeLogDirs (API 35, v0-v4): every log dir with its partitions' sizes.
 
 As Kafka's ReplicaManager.describeLogDirs: one result per log dir, each
 partition's size in bytes and its offset lag (how far its log end offset is

@@ -7,6 +7,10 @@ current leader epoch like Fetch. The answer for the leader's latest epoch is
 its log end offset, for an older epoch the start of the next larger one,
 and UNDEFINED (-1, -1) for an epoch it knows nothing about.
 
+v0-v1 (followers of Kafka 0.11-2.0) carry no current leader epoch: they
+are answered unfenced, as Kafka answers a current epoch of -1; v0's answer
+has no leader epoch, only the end offset.
+
 `replica_id` (v3+: the follower's broker id, -1 for consumers, -2 for
 debugging tools) changes nothing in the answer: Kafka only uses it to
 require the cluster-action permission of followers, and this broker has no
@@ -43,8 +47,9 @@ def handle(services, header, request):
 
 
 def _end_offset(services, topic: str, partition) -> tuple[ErrorCode, int, int]:
+    current_leader_epoch = getattr(partition, "current_leader_epoch", -1)   # v2+
     error, epoch, end_offset = services.replica_manager.end_offset_for_epoch(
-        topic, partition.partition, partition.current_leader_epoch, partition.leader_epoch)
+        topic, partition.partition, current_leader_epoch, partition.leader_epoch)
     if error == ErrorCode.unknown_topic_or_partition and _known(services, topic, partition.partition):
         # Assigned elsewhere: the client should look for the leader, not give up.
         error = ErrorCode.not_leader_or_follower

@@ -16,6 +16,8 @@ from kio.schema.list_offsets.v7 import request as list_offsets7
 from kio.schema.metadata.v12 import request as metadata12
 from kio.schema.produce.v9 import request as produce9
 
+from kafkactl.cluster.broker.broker_client import decode_response
+from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.record_batch import build_batch
 
 from wire import WireClient
@@ -116,10 +118,24 @@ def test_unsupported_api_versions_version_gets_v0_fallback(broker):
     assert keys[0] == (0, 9) and keys[1][0] == 4 and 10 in keys
 
 
-def test_unsupported_produce_version_closes_connection(broker):
+def test_produce_v2_gets_unsupported_version_and_the_connection_stays_open(broker):
+    # Kafka 2.8 serves v0-v2 (message format 0/1); this broker answers each
+    # partition UNSUPPORTED_VERSION in v2's layout rather than closing.
+    c = client(broker)
+    c.correlation_id += 1
+    body = struct.pack(">hi", 1, 1000) + struct.pack(">ih", 1, 3) + b"old" + struct.pack(">iii", 1, 0, -1)
+    header = struct.pack(">hhih", 0, 2, c.correlation_id, 4) + b"test"
+    c.send_raw(struct.pack(">i", len(header) + len(body)) + header + body)
+    response = decode_response(c.read_frame(), response_class(0, 2), c.correlation_id)
+    [[partition]] = [t.partition_responses for t in response.responses]
+    assert (partition.index, partition.error_code, partition.base_offset) == (0, ErrorCode.unsupported_version, -1)
+    assert api_versions(c).error_code == ErrorCode.none   # same connection
+
+
+def test_a_produce_version_beyond_kafka_2_8_closes_connection(broker):
     c = client(broker)
     request = produce9.ProduceRequest(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=1), topic_data=())
-    c.send_raw(c.frame(request, api_version_override=2))
+    c.send_raw(c.frame(request, api_version_override=10))
     assert c.closed_by_peer()
 
 

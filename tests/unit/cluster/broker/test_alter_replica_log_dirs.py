@@ -65,7 +65,7 @@ def describe(services) -> dict[str, dict[tuple[str, int, bool], tuple[int, int]]
                         for t in r.topics for p in t.partitions} for r in response.results}
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_errors_for_unknown_dirs_topics_and_replicas_not_hosted_yet(broker, version):
     services = broker.services
     assert alter(services, version, "/no/such/dir") == {0: ErrorCode.log_dir_not_found}

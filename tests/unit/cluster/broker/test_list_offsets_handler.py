@@ -60,7 +60,7 @@ def test_every_version_answers_each_partition_with_its_fields(dispatcher, versio
 from kafkactl.cluster.broker.handlers.list_offsets import (  # noqa: E402
     capped_at_high_watermark, legacy_offsets, offset_time_points,
 )
-from kafkactl.cluster.protocol import old_versions  # noqa: E402
+from kafkactl.cluster.protocol.old_versions import list_offsets_v0 as old_versions  # noqa: E402
 
 
 def ask_v0(dispatcher, partitions, replica_id=-1):

@@ -549,7 +549,8 @@ def test_a_fenced_follower_backs_off_and_appends_nothing(nodes):
 
 
 @pytest.mark.parametrize("version", [2, 3, 4])
-def test_offset_for_leader_epoch_handler_answers_every_advertised_version(nodes, version):
+def test_offset_for_leader_epoch_handler_fences_in_every_version_with_a_current_epoch(nodes, version):
+    # v2+ (v0-v1 have no current leader epoch: test_old_request_versions.py)
     from kafkactl.cluster.protocol.build import module_of
     from kafkactl.cluster.protocol.codec import request_class
 

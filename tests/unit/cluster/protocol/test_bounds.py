@@ -25,9 +25,9 @@ SEEDS_PER_VERSION = 25
 
 def accepted_versions() -> list[tuple[int, int]]:
     """Every (api_key, version) the dispatcher hands to a decoder."""
-    pairs = [(key, version)
+    pairs = [(key, version)   # served, or read to answer UNSUPPORTED_VERSION
              for key, versions in apis.SUPPORTED.items()
-             for version in range(versions.implemented_min, versions.advertised_max + 1)]
+             for version in versions.decoded()]
     pairs += list(control.VERSIONS.items())
     return sorted(pairs)
 
@@ -52,7 +52,7 @@ def test_valid_requests_of_every_accepted_version_pass_whole(api_key, version):
         frame = frame_of(sample(cls, random.Random(seed)))
         try:
             check_request_body(cls, frame, body_offset(frame))
-            if api_key != apis.PRODUCE:   # Produce bodies have their own reader
+            if api_key != apis.PRODUCE or version < 3:   # Produce v3+ bodies have their own reader
                 decode_request(frame, api_key, version)
         except FrameError as error:
             pytest.fail(f"replay: api_key={api_key} version={version} seed={seed}: {error}")

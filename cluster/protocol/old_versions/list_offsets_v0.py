@@ -1,15 +1,7 @@
-"""Request versions Kafka 2.x serves that kio, generated from Kafka 4.x, lacks.
+"""ListOffsets v0 (API 2): what kafka-python 1.4.x asks watermarks with.
 
-Tools of the ZooKeeper era still send them: kafka-python 1.4.x asks for
-watermarks with ListOffsets v0. Written in kio's conventions (frozen
-dataclasses with `__type__`, `__version__`, `__flexible__`, `__api_key__`,
-`__header_schema__` and a `kafka_type` per field; field order is wire
-order), so kio's reader and writer serialize them like its own classes and
-protocol/bounds.py checks their lengths like any other request.
-
-| API         | key | version | notes                                                      |
-|-------------|-----|---------|------------------------------------------------------------|
-| ListOffsets | 2   | 0       | `max_num_offsets` per partition; answers `old_style_offsets` |
+Each partition names `max_num_offsets`; the answer is a list of offsets
+(`old_style_offsets`), newest first (handlers/list_offsets.py).
 
 No `from __future__ import annotations`: kio reads field types at run time.
 """
@@ -94,15 +86,3 @@ class ListOffsetsResponse:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topics: tuple[ListOffsetsTopicResponse, ...]
 
-
-_REQUESTS = {(LIST_OFFSETS, 0): ListOffsetsRequest}
-_RESPONSES = {(LIST_OFFSETS, 0): ListOffsetsResponse}
-
-
-def request_class(api_key: int, version: int):
-    """The class of an old version, or None when kio has the version."""
-    return _REQUESTS.get((api_key, version))
-
-
-def response_class(api_key: int, version: int):
-    return _RESPONSES.get((api_key, version))

@@ -1,0 +1,32 @@
+"""Fetch v3 request (API 1): v0's with a response-wide `max_bytes`.
+
+Its topics and partitions are laid out as v0's, so v0's classes are used.
+
+No `from __future__ import annotations`: kio reads field types at run time.
+"""
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from kio.schema.request_header.v1.header import RequestHeader
+from kio.schema.types import BrokerId
+from kio.static.constants import EntityType
+from kio.static.primitive import i16, i32, i32Timedelta
+
+from kafkactl.cluster.protocol.old_versions.fetch_v0 import FetchTopic
+
+FETCH = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = False
+    __api_key__: ClassVar[i16] = i16(FETCH)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    replica_id: BrokerId = field(metadata={"kafka_type": "int32"})
+    max_wait: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    min_bytes: i32 = field(metadata={"kafka_type": "int32"})
+    max_bytes: i32 = field(metadata={"kafka_type": "int32"})
+    topics: tuple[FetchTopic, ...]
