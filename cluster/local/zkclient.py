@@ -8,6 +8,7 @@ an error instead of a hang.
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from .errors import LocalClusterError
 
@@ -18,9 +19,12 @@ _log = logging.getLogger(__name__)
 # falling through to logging's stderr last resort.
 _log.addHandler(logging.NullHandler())
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 @contextmanager
-def zk_session(connect: str, timeout_s: float) -> Iterator["KazooClient"]:  # noqa: F821
+def zk_session(connect: str, timeout_s: float) -> Iterator["KazooClient"]:
     from kazoo.client import KazooClient  # heavy: imported only when needed
 
     # Connection attempts are bounded by time, not by count: a server that
