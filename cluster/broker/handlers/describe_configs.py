@@ -7,8 +7,8 @@ as the broker uses it ("PATH:ssd,PATH:hdd": configured, else probed from the
 block device at start). A value set dynamically (/config/brokers, applied by
 this broker) is reported with source DYNAMIC_BROKER_CONFIG or
 DYNAMIC_DEFAULT_BROKER_CONFIG, one equal to the built-in default with
-DEFAULT_CONFIG, others STATIC_BROKER_CONFIG. Keys Kafka updates dynamically
-are not read-only, the others are. Another broker's id is an
+DEFAULT_CONFIG, others STATIC_BROKER_CONFIG. Keys Kafka's broker reconfigures
+are not read-only, the others are (as Kafka's ConfigHelper says). Another broker's id is an
 INVALID_REQUEST, as in Kafka (ask that broker).
 
 TOPIC resource: the topic's overrides from /config/topics (source
@@ -101,6 +101,12 @@ def _in_effect(services):
     return dynamic.config, dynamic.sources
 
 
+# Kafka reports a broker config as writable when its broker reconfigures it
+# (DynamicBrokerConfig.AllDynamicConfigs), which leaves out the three
+# throttle rates DynamicConfig.Broker adds.
+_WRITABLE = frozenset(name for name, spec in broker_configs.KEYS.items() if spec.group != broker_configs.REPLICATION)
+
+
 def _dynamic_source(source: str) -> int:
     return DYNAMIC_DEFAULT_BROKER_CONFIG if source == DEFAULT_SOURCE else DYNAMIC_BROKER_CONFIG
 
@@ -118,11 +124,11 @@ def broker_entries(services) -> list[tuple]:
             source = _dynamic_source(dynamic[name][1])
         else:
             source = DEFAULT_CONFIG if defaults.get(key.attribute, _MISSING) == value else STATIC_BROKER_CONFIG
-        entries.append((name, _text(value), source, _type_of(name, value), name not in broker_configs.KEYS))
+        entries.append((name, _text(value), source, _type_of(name, value), name not in _WRITABLE))
     # Dynamic-only keys (the replication throttle rates): shown when set.
     for name, (value, source) in dynamic.items():
         if name not in broker_config._KEYS:
-            entries.append((name, value, _dynamic_source(source), LONG, False))
+            entries.append((name, value, _dynamic_source(source), LONG, name not in _WRITABLE))
     entries.append(_log_dir_media(services))
     return sorted(entries)
 

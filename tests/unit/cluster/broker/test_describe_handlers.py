@@ -125,7 +125,7 @@ def test_describe_configs_reports_dynamic_values_with_their_source(services):
     configs = {c.name: (c.value, c.config_source, c.read_only) for c in broker.configs}
     assert configs["log.retention.ms"] == ("1000", 3, False)                 # DYNAMIC_DEFAULT_BROKER_CONFIG
     assert configs["max.connections"] == ("50", 2, False)                    # DYNAMIC_BROKER_CONFIG
-    assert configs["leader.replication.throttled.rate"] == ("100", 2, False)
+    assert configs["leader.replication.throttled.rate"] == ("100", 2, True)   # not in AllDynamicConfigs
     assert configs["num.partitions"] == ("4", 4, True)                       # static, read-only
     assert "num.io.threads" not in configs                                   # not applied by this broker
     topic_configs = {c.name: (c.value, c.config_source) for c in topic.configs}
