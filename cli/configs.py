@@ -17,7 +17,8 @@ app = typer.Typer(help="Describe and alter dynamic topic and broker configs.", n
                   epilog=SHARED_EPILOG)
 
 _TOPIC = typer.Option(None, "--topic", metavar="TOPIC", help="A topic's configs.")
-_BROKER = typer.Option(None, "--broker", metavar="ID", min=0, help="A broker's own dynamic configs.")
+_BROKER = typer.Option(None, "--broker", metavar="ID", min=0,
+                       help="A broker's own dynamic configs (/config/brokers/ID; they win over --broker-default).")
 _DEFAULT = typer.Option(False, "--broker-default",
                         help="The cluster-wide dynamic broker defaults (/config/brokers/<default>).")
 
@@ -29,7 +30,9 @@ def describe(ctx: typer.Context, topic: str | None = _TOPIC, broker: int | None 
     dynamic configs (its own and the cluster-wide defaults it inherits).
 
     Topic defaults shown are Kafka's; a broker's server.properties may change
-    them and is not in ZooKeeper."""
+    them and is not in ZooKeeper. A broker key kafkactl's broker does not
+    apply, or that brokers ignore (wrong level, bad value), has a NOTE saying
+    so (`applied` and `note` with -o json)."""
     from kafkactl.cluster.admin import configs
 
     entity = _entity(topic, broker, broker_default)
@@ -57,9 +60,15 @@ def alter(
     key or bad value writes nothing), then the config and its change
     notification are written in one ZooKeeper multi.
 
-    Broker configs kafkactl sets: the replication throttle rates
-    (leader.replication.throttled.rate, follower.replication.throttled.rate,
-    replica.alter.log.dirs.io.max.bytes.per.second)."""
+    Broker configs: every config Kafka 2.8 updates dynamically
+    (log.retention.ms, min.insync.replicas, message.max.bytes,
+    max.connections, num.io.threads, the replication throttle rates, ...),
+    checked by type and range as Kafka checks them. Listener, SSL and SASL
+    configs are per broker (--broker only); read-only ones (broker.id,
+    log.dirs, ...) are refused. Brokers apply a change at once, without a
+    restart: --broker over --broker-default over server.properties. Keys
+    kafkactl's broker does not implement are stored for Kafka brokers and
+    said so (docs/broker-configs.md)."""
     from kafkactl.cluster.admin import configs
 
     entity = _entity(topic, broker, broker_default)
@@ -82,8 +91,22 @@ def alter(
         except configs.ConcurrentChange as error:
             raise CliError(str(error)) from None
     result = {"entity": entity.entity_path, "config": config}
-    _emit(ctx, result, lambda: f"updated {entity.label()}: " +
-          (", ".join(f"{k}={v}" for k, v in sorted(config.items())) or "no overrides left"))
+    not_applied = []
+    if entity.entity_type == configs.BROKERS:
+        from kafkactl.cluster.admin.broker_configs import lookup
+
+        not_applied = sorted(k for k in additions if not lookup(k).applied)
+        result["not_applied"] = not_applied
+
+    def table() -> str:
+        text = f"updated {entity.label()}: " + (", ".join(f"{k}={v}" for k, v in sorted(config.items()))
+                                                 or "no overrides left")
+        if not_applied:
+            text += (f"\nnote: stored for Kafka brokers, not applied by kafkactl's broker: "
+                     f"{', '.join(not_applied)}")
+        return text
+
+    _emit(ctx, result, table)
 
 
 def _entity(topic: str | None, broker: int | None, broker_default: bool):
@@ -131,18 +154,26 @@ def _topic_rows(overrides: dict[str, str]) -> list[dict]:
 
 
 def _broker_rows(stored: dict, entity) -> list[dict]:
-    from kafkactl.cluster.admin import configs
+    """The broker's own keys over the cluster-wide ones, each checked as a
+    broker reading it would: `applied` by kafkactl's broker, or a note why not."""
+    from kafkactl.cluster.admin import broker_configs, configs
 
     default = stored[configs.broker_entity(None)].config
     own = stored[entity].config if entity.name != configs.BROKER_DEFAULT else {}
-    rows = {k: {"key": k, "value": v, "source": "cluster default"} for k, v in default.items()}
-    rows.update({k: {"key": k, "value": v, "source": f"broker {entity.name}"} for k, v in own.items()})
+    rows = {}
+    for level, source, per_broker in ((default, "cluster default", False), (own, f"broker {entity.name}", True)):
+        for key, value in level.items():
+            applied, note = broker_configs.describe_key(key, value, per_broker)
+            rows[key] = {"key": key, "value": value, "source": source, "applied": applied, "note": note}
     return [rows[k] for k in sorted(rows)]
 
 
 def _table(rows: list[dict]) -> str:
     from .output import render_table
 
+    if any("note" in r for r in rows):
+        return render_table([[r["key"], r["value"], r["source"], r["note"]] for r in rows],
+                            ["KEY", "VALUE", "SOURCE", "NOTE"])
     return render_table([[r["key"], r["value"], r["source"]] for r in rows], ["KEY", "VALUE", "SOURCE"])
 
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
-from kafkactl.cluster.broker.config import parse_int
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.client import wait
 
@@ -106,26 +105,10 @@ def read_configs(client, entities: Iterable[Entity], timeout_s: float) -> dict[E
 
 # --- validation
 
-def _non_negative_long(raw: str) -> int:
-    value = parse_int(raw)
-    if not 0 <= value <= 2**63 - 1:
-        raise ValueError("must be a number of bytes per second >= 0")
-    return value
-
-
-# The dynamic broker configs kafkactl writes: the replication throttles
-# (KIP-73), which this project's brokers apply as they change (see
-# ReplicaManager.update_broker_config); the log-dir one is Kafka's third
-# throttle (KIP-113), accepted for Kafka clusters.
-BROKER_DYNAMIC_KEYS = {
-    LEADER_THROTTLED_RATE: _non_negative_long,
-    FOLLOWER_THROTTLED_RATE: _non_negative_long,
-    LOG_DIRS_THROTTLED_RATE: _non_negative_long,
-}
-
-
 def validate(entity: Entity, overrides: Mapping[str, str]) -> None:
-    """ConfigError naming the first unknown key or invalid value."""
+    """ConfigError naming the first unknown key or invalid value: a topic's
+    keys as topic_config.py knows them, a broker's as Kafka 2.8 accepts them
+    per broker or cluster-wide (broker_configs.py)."""
     if entity.entity_type == TOPICS:
         from kafkactl.cluster.broker.topic_config import TopicConfigError, validate_topic_config
 
@@ -134,15 +117,12 @@ def validate(entity: Entity, overrides: Mapping[str, str]) -> None:
         except TopicConfigError as error:
             raise ConfigError(str(error)) from None
         return
-    for key, raw in overrides.items():
-        parse = BROKER_DYNAMIC_KEYS.get(key)
-        if parse is None:
-            raise ConfigError(f"{key}: not a dynamic broker config kafkactl can set "
-                              f"(known: {', '.join(sorted(BROKER_DYNAMIC_KEYS))})")
-        try:
-            parse(raw)
-        except ValueError as error:
-            raise ConfigError(f"{key}: invalid value {raw!r} ({error})") from None
+    from kafkactl.cluster.admin import broker_configs
+
+    try:
+        broker_configs.validate(overrides, per_broker=entity.name != BROKER_DEFAULT)
+    except broker_configs.BrokerConfigError as error:
+        raise ConfigError(str(error)) from None
 
 
 def altered(stored: StoredConfig, add: Mapping[str, str], delete: Iterable[str]) -> dict[str, str]:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from kafkactl.cluster.broker import dynamic_config
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.controlled_shutdown import controlled_shutdown
 from kafkactl.cluster.broker.dispatcher import Dispatcher
@@ -39,7 +40,6 @@ HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5000
 RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60000
 LOG_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60000
 HOUSEKEEPING_TICK_S = 1.0
-ALTER_LOG_DIRS_RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 class BrokerHosts:
@@ -123,6 +123,10 @@ class Broker:
             queued_max_request_bytes=config.queued_max_request_bytes,
             broker_hosts=self.broker_hosts,
         )
+        # The dynamic broker config in effect, and the znodes' contents it came from
+        # (the zk-agent re-reads them on every refresh; unchanged ones are not applied again).
+        self.dynamic = dynamic_config.static(config)
+        self._stored_broker_config: tuple[dict, dict] | None = None
         self.metrics_server: MetricsServer | None = None
         self.controller: Controller | None = None
         self._stopping = threading.Event()
@@ -193,15 +197,38 @@ class Broker:
         self.log_manager.shutdown()
         log.info("broker %s stopped cleanly", self.config.broker_id)
 
-    def _update_broker_config(self, overrides: dict[str, str]) -> None:
-        """Dynamic broker config: the replication throttles and the log dir move rate."""
-        self.replica_manager.update_broker_config(overrides)
-        rate = overrides.get(ALTER_LOG_DIRS_RATE_KEY)
+    def _update_broker_config(self, default: dict[str, str], own: dict[str, str]) -> None:
+        """Dynamic broker config (zk-agent thread, after a config change is
+        announced): each changed setting goes to the thread that owns it. Log
+        defaults are applied here, on the zk-agent thread that applies topic
+        configs too; connection limits are queued for the network thread;
+        throttle rates are single values the fetch paths read."""
+        if (default, own) == self._stored_broker_config:
+            return
+        self._stored_broker_config = (default, own)
         try:
-            self.log_dir_mover.set_rate(
-                int(rate) if rate is not None else self.config.replica_alter_log_dirs_io_max_bytes_per_second)
-        except ValueError:
-            log.warning("ignoring %s=%r: not a number", ALTER_LOG_DIRS_RATE_KEY, rate)
+            resolved, warnings = dynamic_config.resolve(self.config, default, own)
+        except dynamic_config.UpdateRefused as error:
+            log.error("dynamic broker config not applied, the previous one stays: %s", error)
+            return
+        for warning in warnings:
+            log.warning("dynamic broker config, %s", warning)
+        before, self.dynamic = self.dynamic, resolved
+        self.services.dynamic = resolved      # what DescribeConfigs reports
+        changed = resolved.changed_attributes(before)
+        config = resolved.config
+        if changed & dynamic_config.LOG_ATTRIBUTES:
+            self.replica_manager.update_broker_defaults(config)
+        if changed & dynamic_config.CONNECTION_ATTRIBUTES:
+            self.server.update_limits(config.max_connections, config.max_connections_per_ip,
+                                      config.max_connections_per_ip_overrides)
+        if (resolved.leader_rate, resolved.follower_rate) != (before.leader_rate, before.follower_rate):
+            self.replica_manager.set_throttle_rates(resolved.leader_rate, resolved.follower_rate)
+        if "replica_alter_log_dirs_io_max_bytes_per_second" in changed:
+            self.log_dir_mover.set_rate(config.replica_alter_log_dirs_io_max_bytes_per_second)
+        if resolved.sources != before.sources:
+            log.info("dynamic broker config in effect: %s", ", ".join(
+                f"{key}={value} ({source})" for key, (value, source) in resolved.sources.items()) or "none")
 
     def _periodic_tasks(self) -> list[tuple[str, int, Callable[[int], None]]]:
         """(name, interval ms, task) run by the housekeeping thread. Each one

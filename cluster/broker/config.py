@@ -138,7 +138,8 @@ def _csv(raw: str) -> tuple[str, ...]:
 _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)$")
 
 
-def _listeners(raw: str) -> tuple[Endpoint, ...]:
+def parse_listeners(raw: str) -> tuple[Endpoint, ...]:
+    """`NAME://host:port,...` (listeners, advertised.listeners)."""
     endpoints = []
     for item in _csv(raw):
         match = _LISTENER.match(item)
@@ -169,7 +170,7 @@ def _media_map(raw: str) -> dict[str, str]:
 _HOST = re.compile(r"^[A-Za-z0-9._:-]+$")   # a host name, an IPv4 or an IPv6 address
 
 
-def _per_ip_overrides(raw: str) -> dict[str, int]:
+def parse_per_ip_overrides(raw: str) -> dict[str, int]:
     """Kafka's `host:count,host:count`; the count follows the last colon, so an
     IPv6 address (`::1:5`) keeps its own colons."""
     overrides = {}
@@ -227,8 +228,8 @@ class _Key:
 _KEYS: dict[str, _Key] = {
     "broker.id": _Key("broker_id", parse_int, _at_least(0)),
     "zookeeper.connect": _Key("zookeeper_connect", _string),
-    "listeners": _Key("listeners", _listeners),
-    "advertised.listeners": _Key("advertised_listeners", _listeners),
+    "listeners": _Key("listeners", parse_listeners),
+    "advertised.listeners": _Key("advertised_listeners", parse_listeners),
     "log.dirs": _Key("log_dirs", _csv),
     "log.dir": _Key("log_dirs", _csv),
     "log.dir.media": _Key("log_dir_media", _media_map),
@@ -263,7 +264,7 @@ _KEYS: dict[str, _Key] = {
     "message.max.bytes": _Key("message_max_bytes", parse_int, _at_least(0)),
     "max.connections": _Key("max_connections", parse_int, _at_least(0)),
     "max.connections.per.ip": _Key("max_connections_per_ip", parse_int, _at_least(0)),
-    "max.connections.per.ip.overrides": _Key("max_connections_per_ip_overrides", _per_ip_overrides),
+    "max.connections.per.ip.overrides": _Key("max_connections_per_ip_overrides", parse_per_ip_overrides),
     "connections.max.idle.ms": _Key("connections_max_idle_ms", parse_int, _at_least(1)),
     "queued.max.request.bytes": _Key("queued_max_request_bytes", parse_int, _positive_or_unlimited),
     "replica.fetch.max.bytes": _Key("replica_fetch_max_bytes", parse_int, _at_least(0)),
@@ -302,6 +303,11 @@ _ACCEPTED_UNUSED = frozenset({
 })
 
 _REQUIRED = ("broker.id", "zookeeper.connect")
+
+
+def properties_keys() -> frozenset[str]:
+    """Every key a server.properties may hold for this broker (acted on or accepted)."""
+    return frozenset(_KEYS) | _ACCEPTED_UNUSED
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -352,7 +358,7 @@ def from_properties(properties: dict[str, str]) -> tuple[BrokerConfig, list[str]
                 warnings.append(f"unknown config key {key!r} ignored")
             continue
         values[spec.attribute] = _parse_value(key, raw, spec)
-    values.setdefault("listeners", _listeners("PLAINTEXT://:9092"))
+    values.setdefault("listeners", parse_listeners("PLAINTEXT://:9092"))
     values.setdefault("advertised_listeners", values["listeners"])
     values.setdefault("log_dirs", ("/tmp/kafka-logs",))
     values.setdefault("zookeeper_connection_timeout_ms",

@@ -42,7 +42,7 @@ from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.fetch_session import PartitionChanges
 from kafkactl.cluster.broker.quota import (
-    UNLIMITED, ReplicationQuota, ThrottledReplicasError, is_throttled, parse_throttled_replicas,
+    ReplicationQuota, ThrottledReplicasError, is_throttled, parse_throttled_replicas,
 )
 from kafkactl.cluster.broker.replica_fetcher import (
     FetcherConfig,
@@ -751,10 +751,10 @@ class ReplicaManager:
 
     # --- replication throttles (KIP-73)
 
-    def update_broker_config(self, overrides: Mapping[str, str]) -> None:
-        """Dynamic broker config (/config/brokers/<default> then /<id>): the throttle rates."""
-        self.leader_quota.set_rate(_rate(overrides.get("leader.replication.throttled.rate")))
-        self.follower_quota.set_rate(_rate(overrides.get("follower.replication.throttled.rate")))
+    def set_throttle_rates(self, leader_rate: int, follower_rate: int) -> None:
+        """Dynamic leader/follower.replication.throttled.rate (broker.py resolves them)."""
+        self.leader_quota.set_rate(leader_rate)
+        self.follower_quota.set_rate(follower_rate)
 
     def throttled_replicas(self, topic: str, direction: str):
         value = self.topic_configs.get(topic, {}).get(f"{direction}.replication.throttled.replicas", "")
@@ -782,18 +782,30 @@ class ReplicaManager:
 
     def _update_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
         self.topic_configs[topic] = dict(overrides)
-        self._min_insync_cache.pop(topic, None)
+        self._min_insync_cache = {}   # after the change, see _min_insync_replicas
         config = log_config_for(self.config, overrides)
         for (name, _), partition in list(self.partitions.items()):
             if name == topic:
                 self.log_manager.update_config(topic, config)
                 break
 
+    def update_broker_defaults(self, config: BrokerConfig) -> None:
+        """Dynamic broker defaults of the logs (log.retention.ms, min.insync.replicas, ...),
+        on the zk-agent thread as topic configs are: every hosted topic's log
+        config is resolved again; a topic's own overrides still win."""
+        self.config = config
+        self._min_insync_cache = {}   # after the config, see _min_insync_replicas
+        hosted = {topic for topic, _ in list(self.partitions)}
+        self.log_manager.update_default_config(
+            config.default_log_config(),
+            {topic: log_config_for(config, self.topic_configs.get(topic, {})) for topic in hosted})
+
     def _get_or_create(self, topic: str, index: int) -> Partition:
         key = (topic, index)
         partition = self.partitions.get(key)
         if partition is None:
-            config = log_config_for(self.config, self.topic_configs.get(topic, {}))
+            used = (self.config, self.topic_configs.get(topic))
+            config = log_config_for(used[0], used[1] or {})
             log_ = self.log_manager.get_or_create_log(
                 topic, index, config, self.config.log_dirs_preferred_media
             )
@@ -808,6 +820,10 @@ class ReplicaManager:
             with self._partitions_lock:
                 self.partitions[key] = partition
             self.changes.note(key)   # a session may hold it from before (UNKNOWN_TOPIC_OR_PARTITION then)
+            if self.config is not used[0] or self.topic_configs.get(topic) is not used[1]:
+                # The zk-agent changed a config meanwhile and may have looked
+                # at the hosted partitions before this one was among them.
+                self.log_manager.update_config(topic, log_config_for(self.config, self.topic_configs.get(topic) or {}))
         return partition
 
     def note_log_start_offsets_moved(self) -> None:
@@ -822,10 +838,14 @@ class ReplicaManager:
     def _min_insync_replicas(self, topic: str) -> int:
         # Asked twice per acks=-1 produce: parsing the topic's overrides into
         # a LogConfig each time cost a few percent of a leader's Python time.
-        value = self._min_insync_cache.get(topic)
+        # The cache is read before the configs: a config change replaces the
+        # cache after changing the config, so a value computed from an old
+        # config can only land in a cache that is already discarded.
+        cache = self._min_insync_cache
+        value = cache.get(topic)
         if value is None:
             value = log_config_for(self.config, self.topic_configs.get(topic, {})).min_insync_replicas
-            self._min_insync_cache[topic] = value
+            cache[topic] = value
         return value
 
     # --- ISR maintenance
@@ -1189,14 +1209,6 @@ def summarize(changes: list[tuple[Partition, LeaderAndIsrPartition]], limit: int
 
 def monotonic_deadline(timeout_ms: int) -> float:
     return time.monotonic() + max(0, timeout_ms) / 1000
-
-
-def _rate(value: str | None) -> int:
-    try:
-        return int(value) if value is not None else UNLIMITED
-    except ValueError:
-        log.warning("ignoring replication throttle rate %r", value)
-        return UNLIMITED
 
 
 class _FollowerThrottle:

@@ -108,12 +108,17 @@ TOPIC_KEYS = {
 }
 
 
+def did_you_mean(key: str, known) -> str:
+    """"; did you mean KEY?" naming the closest known key, or "" if none is close
+    (shared by the topic and the broker config checks)."""
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def parse_topic_value(key: str, raw: str):
     entry = TOPIC_KEYS.get(key)
     if entry is None:
-        close = difflib.get_close_matches(key, TOPIC_KEYS, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise TopicConfigError(f"{key}: unknown topic config{hint}")
+        raise TopicConfigError(f"{key}: unknown topic config{did_you_mean(key, TOPIC_KEYS)}")
     try:
         return entry[1](raw)
     except ValueError as error:

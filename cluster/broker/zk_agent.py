@@ -1,4 +1,4 @@
-"""The broker's own ZooKeeper side: registration, topic configs, ISR writes.
+"""The broker's own ZooKeeper side: registration, topic and broker configs, ISR writes.
 
 One thread (`zk-agent`) owns registration and config reads. ZooKeeper
 watches and connection state changes never do work themselves: they set a
@@ -40,7 +40,7 @@ class ZkAgent:
         self,
         config: BrokerConfig,
         on_topic_configs: Callable[[dict[str, dict[str, str]]], None],
-        on_broker_config: Callable[[dict[str, str]], None] = lambda config: None,
+        on_broker_config: Callable[[dict[str, str], dict[str, str]], None] = lambda default, own: None,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config
@@ -200,10 +200,10 @@ class ZkAgent:
     # --- reading the cluster
 
     def refresh(self) -> None:
-        """Topic configs: the controller decides leadership and sends metadata,
-        so configs are all a broker reads from ZooKeeper itself."""
+        """Topic and dynamic broker configs: the controller decides leadership
+        and sends metadata, so configs are all a broker reads from ZooKeeper itself."""
         self.on_topic_configs(self._read_topic_configs())
-        self.on_broker_config(self._read_broker_config())
+        self.on_broker_config(*self._read_broker_config())
 
     def _get_all(self, paths: list[str], watch: bool) -> dict[str, tuple[bytes, object] | None]:
         callback = self._on_watch if watch else None
@@ -222,19 +222,22 @@ class ZkAgent:
         except NoNodeError:
             return []
 
-    def _read_broker_config(self) -> dict[str, str]:
-        """Dynamic broker config: cluster-wide defaults, then this broker's own."""
+    def _read_broker_config(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Dynamic broker config: the cluster-wide defaults and this broker's own
+        (kept apart: each level accepts different keys, dynamic_config.py)."""
         paths = [layout.entity_config("brokers", "<default>"),
                  layout.entity_config("brokers", str(self.config.broker_id))]
         nodes = self._get_all(paths, watch=False)
-        merged: dict[str, str] = {}
+        levels: list[dict[str, str]] = []
         for path in paths:
+            config: dict[str, str] = {}
             if nodes[path] is not None:
                 try:
-                    merged.update(codecs.decode_entity_config(path, nodes[path][0]))
+                    config = codecs.decode_entity_config(path, nodes[path][0])
                 except codecs.ZnodeFormatError as error:
                     log.warning("ignoring broker config: %s", error)
-        return merged
+            levels.append(config)
+        return levels[0], levels[1]
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
         topics = self._children(layout.BROKER_TOPICS)

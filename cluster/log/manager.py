@@ -333,18 +333,22 @@ class LogManager:
         if preferred_media is not None and preferred_media not in MEDIA_CLASSES:
             raise ValueError(f"media class must be one of {MEDIA_CLASSES}, not {preferred_media!r}")
         with self._lock:
-            existing = self._logs.get((topic, partition))
-            if existing is not None:
-                return existing
             if config is not None:
                 self._topic_configs[topic] = config
-            dir_path = self._preferred_dirs.pop((topic, partition), None) or self._choose_dir(preferred_media)
-            log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
-                           partition, self._config_for(topic), self._clock_ms, 0, True)
-            self._logs[(topic, partition)] = self._watch(log)
-            self._dir_of[(topic, partition)] = dir_path
-            logger.info("created log %s-%d in %s", topic, partition, dir_path)
-            return log
+            existing = self._logs.get((topic, partition))
+            if existing is None:
+                dir_path = self._preferred_dirs.pop((topic, partition), None) or self._choose_dir(preferred_media)
+                log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
+                               partition, self._config_for(topic), self._clock_ms, 0, True)
+                self._logs[(topic, partition)] = self._watch(log)
+                self._dir_of[(topic, partition)] = dir_path
+                logger.info("created log %s-%d in %s", topic, partition, dir_path)
+                return log
+        # A log loaded at start-up has the broker defaults of server.properties;
+        # its topic's overrides and the dynamic broker defaults are known now.
+        if config is not None and existing.config != config:
+            existing.update_config(config)
+        return existing
 
     def _choose_dir(self, preferred_media: str | None) -> str:
         candidates = [d for d in self._dirs if d.media == preferred_media] or self._dirs
@@ -517,6 +521,17 @@ class LogManager:
             logs = [log for (t, _), log in self._logs.items() if t == topic]
         for log in logs:
             log.update_config(config)
+
+    def update_default_config(self, default: LogConfig, topic_configs: Mapping[str, LogConfig]) -> None:
+        """New broker-wide defaults (a dynamic broker config): `topic_configs`
+        resolves every hosted topic again; one pass over the logs, not one per topic."""
+        with self._lock:
+            self.default_config = default
+            self._topic_configs.update(topic_configs)
+            logs = [(log, self._config_for(t)) for (t, _), log in self._logs.items()]
+        for log, config in logs:
+            if log.config != config:
+                log.update_config(config)
 
     def _config_for(self, topic: str) -> LogConfig:
         return self._topic_configs.get(topic, self.default_config)

@@ -4,14 +4,16 @@ BROKER resource (named by this broker's id, or "" as Kafka allows): every key
 of the broker's properties file that maps one to one onto a setting, with
 its effective value, plus `log.dir.media`, the media class of every log dir
 as the broker uses it ("PATH:ssd,PATH:hdd": configured, else probed from the
-block device at start). Values equal to the built-in default are reported
-with source DEFAULT_CONFIG, others STATIC_BROKER_CONFIG; all are read-only
-(none can be changed without a restart). Another broker's id is an
+block device at start). A value set dynamically (/config/brokers, applied by
+this broker) is reported with source DYNAMIC_BROKER_CONFIG or
+DYNAMIC_DEFAULT_BROKER_CONFIG, one equal to the built-in default with
+DEFAULT_CONFIG, others STATIC_BROKER_CONFIG. Keys Kafka's broker reconfigures
+are not read-only, the others are (as Kafka's ConfigHelper says). Another broker's id is an
 INVALID_REQUEST, as in Kafka (ask that broker).
 
 TOPIC resource: the topic's overrides from /config/topics (source
 DYNAMIC_TOPIC_CONFIG), and for the other keys this broker resolves, the
-broker-level default (DEFAULT_CONFIG).
+broker-level default (its dynamic source if set dynamically, else DEFAULT_CONFIG).
 
 v0 has no source, only `is_default`: true for DEFAULT_CONFIG, as Kafka up to
 2.6 answers (2.7 and 2.8 always send false, a regression of their generated
@@ -25,7 +27,9 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.admin import broker_configs
 from kafkactl.cluster.broker import config as broker_config
+from kafkactl.cluster.broker.dynamic_config import DEFAULT_SOURCE
 from kafkactl.cluster.broker.topic_config import TOPIC_KEYS
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
@@ -35,6 +39,8 @@ BROKER_RESOURCE = 4
 
 # Kafka's ConfigSource ids.
 DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
@@ -79,25 +85,50 @@ def _error(cls, resource, code: ErrorCode, message: str):
                   resource_type=resource.resource_type, resource_name=resource.resource_name, configs=())
 
 
-def _entry(cls, name: str, value: str | None, source: int, config_type: int):
-    return nested(cls, "DescribeConfigsResourceResult", name=name, value=value, read_only=True,
+def _entry(cls, name: str, value: str | None, source: int, config_type: int, read_only: bool = True):
+    return nested(cls, "DescribeConfigsResourceResult", name=name, value=value, read_only=read_only,
                   config_source=source, is_default=source == DEFAULT_CONFIG, is_sensitive=False,
                   synonyms=(), config_type=config_type, documentation=None)
 
 
 # --- broker --------------------------------------------------------------------
 
-def broker_entries(services) -> list[tuple[str, str | None, int, int]]:
-    """(name, value, source, type) of every broker config this broker can state cheaply."""
-    config = services.config
+def _in_effect(services):
+    """(config, {dynamic key: (value, source)}) this broker applies now."""
+    dynamic = getattr(services, "dynamic", None)
+    if dynamic is None:
+        return services.config, {}
+    return dynamic.config, dynamic.sources
+
+
+# Kafka reports a broker config as writable when its broker reconfigures it
+# (DynamicBrokerConfig.AllDynamicConfigs), which leaves out the three
+# throttle rates DynamicConfig.Broker adds.
+_WRITABLE = frozenset(name for name, spec in broker_configs.KEYS.items() if spec.group != broker_configs.REPLICATION)
+
+
+def _dynamic_source(source: str) -> int:
+    return DYNAMIC_DEFAULT_BROKER_CONFIG if source == DEFAULT_SOURCE else DYNAMIC_BROKER_CONFIG
+
+
+def broker_entries(services) -> list[tuple]:
+    """(name, value, source, type, read only) of every broker config this broker can state cheaply."""
+    config, dynamic = _in_effect(services)
     defaults = _defaults(type(config))
     entries = []
     for name, key in sorted(broker_config._KEYS.items()):
         if key.scale != 1 or name in _ALIASES or name == LOG_DIR_MEDIA:
             continue
         value = getattr(config, key.attribute)
-        source = DEFAULT_CONFIG if defaults.get(key.attribute, _MISSING) == value else STATIC_BROKER_CONFIG
-        entries.append((name, _text(value), source, _type_of(name, value)))
+        if name in dynamic:
+            source = _dynamic_source(dynamic[name][1])
+        else:
+            source = DEFAULT_CONFIG if defaults.get(key.attribute, _MISSING) == value else STATIC_BROKER_CONFIG
+        entries.append((name, _text(value), source, _type_of(name, value), name not in _WRITABLE))
+    # Dynamic-only keys (the replication throttle rates): shown when set.
+    for name, (value, source) in dynamic.items():
+        if name not in broker_config._KEYS:
+            entries.append((name, value, _dynamic_source(source), LONG, name not in _WRITABLE))
     entries.append(_log_dir_media(services))
     return sorted(entries)
 
@@ -150,12 +181,16 @@ def _type_of(name: str, value) -> int:
 
 def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int]]:
     overrides = services.replica_manager.topic_configs.get(topic, {})
-    defaults = services.config.default_log_config()
+    config, dynamic = _in_effect(services)
+    defaults = config.default_log_config()
+    broker_keys = {spec.topic_key: name for name, spec in broker_configs.KEYS.items() if spec.topic_key}
     entries = []
     for name, (field_name, _) in sorted(TOPIC_KEYS.items()):
         if name in overrides:
             entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING))
         elif field_name is not None:
             value = getattr(defaults, field_name)
-            entries.append((name, _text(value), DEFAULT_CONFIG, _type_of(name, value)))
+            broker_key = broker_keys.get(name)
+            source = _dynamic_source(dynamic[broker_key][1]) if broker_key in dynamic else DEFAULT_CONFIG
+            entries.append((name, _text(value), source, _type_of(name, value)))
     return entries

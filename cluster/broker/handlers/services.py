@@ -22,3 +22,6 @@ class BrokerServices:
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     controller: object | None = None   # set on every broker; active on the elected one
+    # The dynamic broker config in effect (dynamic_config.Resolved), replaced
+    # whole by the zk-agent thread when it changes; None until first read.
+    dynamic: object | None = None

@@ -99,8 +99,9 @@ class SocketServer:
         self._accept_paused_until = 0.0
         self._scratch = memoryview(bytearray(RECEIVE_CHUNK_BYTES))
         self._worker_local = threading.local()    # each worker's receive scratch
-        # --- hand-over from workers to the selector thread
+        # --- hand-over from workers (and new limits from the zk-agent) to the selector thread
         self._returned: SimpleQueue = SimpleQueue()
+        self._new_limits: SimpleQueue = SimpleQueue()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="network", daemon=True)
@@ -120,6 +121,17 @@ class SocketServer:
 
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def update_limits(self, max_connections: int, max_connections_per_ip: int,
+                      per_ip_overrides: dict[str, int]) -> None:
+        """Dynamic max.connections, max.connections.per.ip and its overrides.
+        The host names are resolved here, on the caller's thread (the
+        zk-agent's), never on the selector thread, which owns the limits and
+        takes the new ones at its next wake-up. As in Kafka, connections held
+        already stay; only new ones meet the new limits."""
+        self._new_limits.put(ConnectionLimits(max_connections, max_connections_per_ip,
+                                              _resolve_overrides(per_ip_overrides)))
+        self._wake()
 
     def idle_connection_count(self) -> int:
         return len(self._idle)
@@ -246,6 +258,11 @@ class SocketServer:
                 pass
         except BlockingIOError:
             pass
+        while not self._new_limits.empty():
+            self.limits = self._new_limits.get()
+            log.info("connection limits now: max.connections %s, max.connections.per.ip %s, overrides %s",
+                     self.limits.max_connections, self.limits.max_connections_per_ip,
+                     dict(self.limits.per_ip_overrides) or "none")
         now = self._clock()
         while not self._returned.empty():
             connection, closed = self._returned.get()
@@ -410,7 +427,8 @@ def _peer(address) -> str:
 
 def _resolve_overrides(overrides: dict[str, int]) -> dict[str, int]:
     """max.connections.per.ip.overrides names hosts; connections come from
-    addresses. Names are resolved once, at start-up (as Kafka does)."""
+    addresses. Names are resolved when the overrides are set: at start-up,
+    and on a dynamic change (as Kafka does)."""
     resolved = {}
     for host, limit in overrides.items():
         try:

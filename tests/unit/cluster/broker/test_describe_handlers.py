@@ -108,3 +108,27 @@ def test_describe_configs_of_some_keys_another_broker_and_a_topic(services):
     assert topic_configs["retention.ms"] == ("1000", 1)
     assert topic_configs["segment.bytes"][1] == 5
     assert missing.error_code.name == "unknown_topic_or_partition"
+
+
+def test_describe_configs_reports_dynamic_values_with_their_source(services):
+    from kio.schema.describe_configs.v4.request import DescribeConfigsResource
+
+    from kafkactl.cluster.broker.dynamic_config import resolve
+
+    services.dynamic, _ = resolve(services.config, {"log.retention.ms": "1000", "log.roll.ms": "5000",
+                                                    "num.io.threads": "16"},
+                                  {"max.connections": "50", "leader.replication.throttled.rate": "100"})
+    broker, topic = roundtrip(32, 4, describe_configs.handle, services, resources=(
+        DescribeConfigsResource(resource_type=4, resource_name="3", configuration_keys=None),
+        DescribeConfigsResource(resource_type=2, resource_name="t", configuration_keys=None),
+    )).results
+    configs = {c.name: (c.value, c.config_source, c.read_only) for c in broker.configs}
+    assert configs["log.retention.ms"] == ("1000", 3, False)                 # DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert configs["max.connections"] == ("50", 2, False)                    # DYNAMIC_BROKER_CONFIG
+    assert configs["leader.replication.throttled.rate"] == ("100", 2, True)   # not in AllDynamicConfigs
+    assert configs["num.partitions"] == ("4", 4, True)                       # static, read-only
+    assert "num.io.threads" not in configs                                   # not applied by this broker
+    topic_configs = {c.name: (c.value, c.config_source) for c in topic.configs}
+    assert topic_configs["retention.ms"] == ("1000", 1)                      # the topic's own override
+    assert topic_configs["segment.ms"] == ("5000", 3)                        # the cluster-wide log.roll.ms
+    assert topic_configs["segment.bytes"][1] == 5

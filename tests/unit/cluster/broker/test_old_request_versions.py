@@ -216,9 +216,9 @@ def test_describe_configs_v0_answers_is_default_instead_of_the_source(broker):
     answer.done()
     [(error, message, resource_type, name, configs)] = results
     assert (error, message, resource_type, name) == (0, None, 4, "1")
-    # name, value, read-only, is default, is sensitive
+    # name, value, read-only, is default, is sensitive (log.retention.ms is dynamic: not read-only, as in Kafka)
     assert configs == [("broker.id", "1", True, False, False),
-                       ("log.retention.ms", "604800000", True, True, False)]
+                       ("log.retention.ms", "604800000", False, True, False)]
 
 
 def test_describe_log_dirs_v0_lists_the_dir_and_its_partitions(broker):
