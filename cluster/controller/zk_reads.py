@@ -16,7 +16,8 @@ again, which re-arms it. A getData on a missing znode leaves no watch.
 `store` is anything with ZkControllerStore's reads (get_many, children,
 exists; `watch=` a callback). `watch(event)` returns a new callback that,
 when ZooKeeper calls it, queues `event` for the controller's event thread
-(it must do nothing else: one thread owns the controller's state).
+(it must do nothing else: one thread owns the controller's state); it is
+asked once per event (see ControllerReads.watch).
 Partition states are read through the caller's `read_partition_states`
 (the controller's ZkPort), as they were before the move.
 """
@@ -50,7 +51,23 @@ class AdminZnodeChurn(RuntimeError):
 class ControllerReads:
     def __init__(self, store, watch: Callable[[str], Callable]) -> None:
         self.store = store
-        self.watch = watch
+        self._new_watch = watch
+        self._watches: dict[str, Callable] = {}
+
+    def watch(self, event: str) -> Callable:
+        """The one callback of `event`, passed to every read that arms it.
+        kazoo keeps a set of callbacks per znode and calls each once when
+        the znode changes: a new callback per read would pile up on every
+        znode that did not change (every topic-change read adds one to every
+        topic znode and, when only a topic's data changed, to the children
+        watch of /brokers/topics), and the next change would queue the event
+        once per read since, each of those events adding as many again: an
+        event storm that grows with every topic change (found by the
+        simulation once its ZooKeeper kept kazoo's sets of callbacks)."""
+        callback = self._watches.get(event)
+        if callback is None:
+            callback = self._watches[event] = self._new_watch(event)
+        return callback
 
     def cluster(self, epoch: int, epoch_zk_version: int,
                 read_partition_states: ReadPartitionStates) -> tuple[ClusterSnapshot, tuple[str, ...]]:

@@ -46,6 +46,8 @@ class Checks:
             if assignment.is_being_reassigned and tp not in self.ctx.reassignments \
                     and not self.ctx.is_queued_for_deletion(tp.topic):
                 self.fail(f"{tp}: {assignment} moves, but no reassignment tracks it")
+        if self.zk.piled_up:
+            self.fail(f"watch callbacks pile up: {self.zk.piled_up[0]}")
         seen = (id(self.ctx), self.zk.zxid, len(self.zk.nodes))
         if seen != self._checked:
             self._check_zookeeper()

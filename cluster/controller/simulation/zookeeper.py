@@ -87,6 +87,7 @@ class FakeZooKeeper:
         self.notifications: deque[Notification] = deque()
         self.reads: dict[str, int] = {}                             # path -> the controller's reads of it
         self.unread_admin: dict[str, tuple[int, int]] = {}          # admin path -> (czxid, step) not read yet
+        self.piled_up: list[str] = []                               # see _add_watch
         self.step = 0
 
     # --- the znodes
@@ -157,7 +158,15 @@ class FakeZooKeeper:
         self._add_watch(self.child_watches, path, callback)
 
     def _add_watch(self, watches: dict[str, dict[Callable, None]], path: str, callback: Callable) -> None:
-        watches.setdefault(path, {})[callback] = None
+        callbacks = watches.setdefault(path, {})
+        if callback not in callbacks:
+            # Two callbacks queuing the same event: each read left a new one
+            # while the znode did not change, and its next change will queue
+            # the event once per read since (an event storm that grows).
+            event = getattr(callback, "event", callback)
+            if any(getattr(c, "event", None) == event for c in callbacks):
+                self.piled_up.append(f"{path}: a {event} watch callback added to {len(callbacks)} armed ones")
+            callbacks[callback] = None
 
     def read(self, path: str, node: Znode | None) -> None:
         """The controller read `path` (and got `node`): for the checks."""

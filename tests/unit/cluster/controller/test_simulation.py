@@ -85,3 +85,12 @@ def test_the_simulation_catches_a_lost_admin_znode_creation(monkeypatch):
             return
     pytest.fail("20 seeds ran without noticing the lost creation")
 
+
+def test_the_simulation_catches_watch_callbacks_piling_up(monkeypatch):
+    # A new callback per read (as the controller had before): kazoo keeps
+    # them all on a znode that did not change, and its next change queues
+    # the event once per read since.
+    monkeypatch.setattr(ControllerReads, "watch", lambda self, event: self._new_watch(event))
+    with pytest.raises(SimulationFailure, match="watch callbacks pile up"):
+        for seed in range(20):
+            Simulation(seed).run(STEPS)
