@@ -5,7 +5,8 @@ controller's mirror and its own history) and that no two brokers lead a
 partition in the same leader epoch. After each controller failover: no dead
 broker left in an ISR. Once the cluster is healed: every admin znode the
 tool wrote was read by the controller (through its watches, before any new
-controller read everything afresh), and then every piece of work finished.
+controller read everything afresh) and every announced ISR change taken in,
+and then every piece of work finished.
 """
 
 from __future__ import annotations
@@ -169,6 +170,18 @@ class Checks:
         if zk.get(layout.PREFERRED_REPLICA_ELECTION):
             self.fail(f"{layout.PREFERRED_REPLICA_ELECTION} read but left in place")
         self.count("admin_read_checked")
+
+    def check_isr_changes_taken_in(self) -> None:
+        """Every ISR change a leader wrote (and announced) is in the
+        controller's context once everything queued has been handled; a
+        notification deleted without its change being read (say, listed
+        after the states were read) would leave it out until the next
+        failover, and a reassignment waiting for that ISR with it. Run when
+        check_admin_read runs, for the same reason."""
+        for tp, state in self.ctx.leadership.items():
+            stored = self.partition_state(tp)
+            if not self.ctx.is_queued_for_deletion(tp.topic) and stored != state:
+                self.fail(f"{tp}: the controller holds {state}, ZooKeeper {stored}: an ISR change was missed")
 
     def check_finished(self) -> None:
         ctx, zk = self.ctx, self.zk

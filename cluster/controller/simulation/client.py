@@ -10,7 +10,9 @@ operation slips in between two reads.
 
 `SimZk` stands in for ZkPort, the core's writes: random multi sizes, the
 epoch check in each, and now and then a leader's ISR write slipping in
-between the controller's read and its conditional write.
+between the controller's read and its conditional write, or right after
+the controller read partition states (and before its next read: in a
+failover, the listing of the ISR change notifications).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 ADMIN_CREATES_BEFORE_REARM = 0.25      # after a getData found an admin znode missing
 ADMIN_BETWEEN_READS = 0.01             # after any other read
+LEADER_WRITES_AFTER_STATES_READ = 0.25  # after the controller read partition states
 
 
 class SimStore:
@@ -121,7 +124,11 @@ class SimZk:
         return results
 
     def read_partition_states(self, partitions):
-        return {tp: self.sim.partition_state(tp) for tp in partitions}
+        states = {tp: self.sim.partition_state(tp) for tp in partitions}
+        sim = self.sim
+        if not sim.healing and sim.rng.random() < LEADER_WRITES_AFTER_STATES_READ and sim.leader_isr_change():
+            sim.count("leader_wrote_after_states_read")
+        return states
 
     def _maybe_race(self, batch: Sequence[ZkWrite]) -> None:
         """Someone else writes the state between the controller's read and

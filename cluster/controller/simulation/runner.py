@@ -238,6 +238,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
                 self.register(broker)
         self._drain()
         self.check_admin_read()
+        self.check_isr_changes_taken_in()
         self.failover()
         for _ in range(rounds):
             self._drain()

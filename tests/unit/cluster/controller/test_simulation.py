@@ -54,7 +54,8 @@ def _assert_faults_were_exercised(totals):
                  "stray_removed", "lost", "reordered", "shutdown_with_partitions_remaining", "leader_isr_write_refused",
                  "event_stop_replica_response", "event_reassign", "event_isr-change", "event_preferred-election",
                  "event_delete-topics", "event_config-change", "failover_with_dead_isr_members",
-                 "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread"):
+                 "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread",
+                 "leader_wrote_after_states_read"):
         assert totals.get(name, 0) > 0, f"no {name} in {SEEDS} seeds: {sorted(totals.items())}"
     assert totals.get("admin_read_checked", 0) == SEEDS, "the final check of admin znodes did not run everywhere"
 
