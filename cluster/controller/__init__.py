@@ -50,5 +50,7 @@ decisions.py             every operation, one import away:
 changes.py, builder.py, requests.py   shared per-partition steps, DecisionBuilder, request batching
 execution.py             apply_results, adopt_reread_states, execute, ZkPort
 invariants.py            check_invariants(context, previous)
-simulation.py, testing.py   a seeded simulation and helpers for tests
+zk_reads.py              the I/O layer's ZooKeeper reads and the watches they leave (shared with the simulation)
+simulation/, testing.py  a seeded simulation (fake ZooKeeper with watches, fake brokers, admin, checks,
+                         runner) and helpers for tests
 """

@@ -22,7 +22,7 @@ from kazoo.recipe.watchers import DataWatch
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.controller import (
-    broker_change, deletion, failover, isr_change, preferred, reassignment, shutdown, topic_change,
+    broker_change, deletion, failover, isr_change, preferred, reassignment, shutdown, topic_change, zk_reads,
 )
 from kafkactl.cluster.controller.channel import BrokerEndpoint, ControllerChannel
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext
@@ -34,6 +34,7 @@ from kafkactl.cluster.controller.model import (
 )
 from kafkactl.cluster.controller.wire import SEND_ORDER, response_class, wire_request
 from kafkactl.cluster.controller.zk_port import ZkPort
+from kafkactl.cluster.controller.zk_reads import ControllerReads
 from kafkactl.cluster.controller.zk_store import ZkControllerStore
 from kafkactl.cluster.zk import codecs, layout
 
@@ -41,11 +42,6 @@ log = logging.getLogger(__name__)
 
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 
-
-
-class AdminZnodeChurn(RuntimeError):
-    """An admin znode was created and deleted under every read: the event
-    fails loudly (logged by the event thread) rather than losing the write."""
 
 class Controller:
     def __init__(self, broker_id: int, client, config: ControllerConfig,
@@ -57,6 +53,7 @@ class Controller:
         self.clock_ms = clock_ms
         self.store = ZkControllerStore(client)
         self.events = ControllerEventManager()
+        self.reads = ControllerReads(self.store, self._watch_event)
         self.context: ControllerContext | None = None   # owned by the event thread
         self.channel: ControllerChannel | None = None
         self._port: ZkPort | None = None
@@ -96,6 +93,16 @@ class Controller:
 
     def _watch(self, name: str, handler: Callable[[], None]):
         return lambda _event=None: self.events.put(name, lambda: self._if_active(handler))
+
+    def _watch_event(self, name: str):
+        """A new watch callback for ControllerReads: queues the handler of `name`."""
+        handlers = {
+            zk_reads.BROKER_CHANGE: self._on_broker_change, zk_reads.TOPIC_CHANGE: self._on_topic_change,
+            zk_reads.DELETE_TOPICS: self._on_delete_topics, zk_reads.REASSIGN: self._on_reassignment,
+            zk_reads.PREFERRED_ELECTION: self._on_preferred, zk_reads.ISR_CHANGE: self._on_isr_change,
+            zk_reads.CONFIG_CHANGE: self._on_config_change,
+        }
+        return self._watch(name, handlers[name])
 
     def _rebalance_timer(self) -> None:
         while not self._stopping.wait(self._rebalance_interval_s):
@@ -150,7 +157,7 @@ class Controller:
         log.info("broker %s is the controller at epoch %s", self.broker_id, won.epoch)
         self.channel = ControllerChannel(self.broker_id)
         self._port = ZkPort(self.store, won.epoch)
-        snapshot, notifications = self._read_cluster(won)
+        snapshot, notifications = self.reads.cluster(won.epoch, won.zk_version, self._port.read_partition_states)
         self.context = failover.load_context(snapshot, self.broker_id, self.config)
         self._sync_channel()
         self._active = True
@@ -228,83 +235,10 @@ class Controller:
                 lambda ctx: deletion.on_stop_replica_response(ctx, request.broker_id, request.broker_epoch, errors))))
         return on_response
 
-    # --- reading ZooKeeper (event thread), re-arming the watches
-
-    def _read_cluster(self, won) -> tuple[failover.ClusterSnapshot, tuple[str, ...]]:
-        brokers = self._read_brokers()
-        topics = self._read_topics()
-        states = self._port.read_partition_states(
-            [TopicPartition(t, p) for t, a in topics.items() for p in a.partitions])
-        notifications = self._notification_paths()
-        snapshot = failover.ClusterSnapshot(
-            controller_epoch=won.epoch,
-            controller_epoch_zk_version=won.zk_version,
-            brokers=brokers,
-            topics=topics,
-            partition_states={tp: s for tp, s in states.items() if s is not None},
-            topics_to_delete=frozenset(self.store.children(layout.DELETE_TOPICS, watch=self._watch(
-                "delete-topics", self._on_delete_topics))),
-            reassignments=self._read_reassignments(),
-            preferred_election=self._read_preferred(),
-            topic_configs=self._read_topic_configs(list(topics)),
-            isr_change_notifications=notifications,
-        )
-        self.store.children(layout.CONFIG_CHANGES, watch=self._watch("config-change", self._on_config_change))
-        return snapshot, notifications
-
-    def _read_brokers(self) -> dict[int, codecs.BrokerRegistration]:
-        ids = [int(i) for i in self.store.children(layout.BROKER_IDS, watch=self._watch(
-            "broker-change", self._on_broker_change)) if i.isdigit()]
-        nodes = self.store.get_many([layout.broker(i) for i in ids])
-        return {i: codecs.decode_broker(i, nodes[layout.broker(i)][0], nodes[layout.broker(i)][1].czxid)
-                for i in ids if nodes[layout.broker(i)] is not None}
-
-    def _read_topics(self) -> dict[str, codecs.TopicAssignment]:
-        names = self.store.children(layout.BROKER_TOPICS, watch=self._watch("topic-change", self._on_topic_change))
-        nodes = self.store.get_many([layout.topic(t) for t in names],
-                                    watch=self._watch("topic-change", self._on_topic_change))
-        return {t: codecs.decode_topic(t, nodes[layout.topic(t)][0]) for t in names if nodes[layout.topic(t)]}
-
-    def _read_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:
-        node = self._read_watched(layout.REASSIGN_PARTITIONS, self._watch("reassign", self._on_reassignment))
-        if node is None:
-            return {}
-        return {TopicPartition(t, p): tuple(r) for (t, p), r in codecs.decode_reassignment(node[0]).items()}
-
-    def _read_preferred(self) -> frozenset[TopicPartition] | None:
-        node = self._read_watched(layout.PREFERRED_REPLICA_ELECTION,
-                                  self._watch("preferred-election", self._on_preferred))
-        if node is None:
-            return None
-        return frozenset(TopicPartition(t, p) for t, p in
-                         codecs.decode_partition_list(layout.PREFERRED_REPLICA_ELECTION, node[0]))
-
-    def _read_watched(self, path: str, watch, attempts: int = 5):
-        """(data, stat) of an admin znode, or None, with a watch left on it
-        either way. A getData on a missing node sets no watch, so the watch
-        then goes on an exists; if the node was created between the two (a
-        tool writes it and exits), exists finds it and it is read again:
-        otherwise that creation would never be seen."""
-        for _ in range(attempts):
-            node = self.store.get_many([path], watch=watch)[path]
-            if node is not None or self.store.exists(path, watch=watch) is None:
-                return node
-        raise AdminZnodeChurn(f"{path} kept appearing and vanishing over {attempts} reads")
-
-    def _read_topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
-        nodes = self.store.get_many([layout.topic_config(t) for t in topics])
-        return {t: codecs.decode_entity_config(layout.topic_config(t), nodes[layout.topic_config(t)][0])
-                for t in topics if nodes[layout.topic_config(t)] is not None}
-
-    def _notification_paths(self) -> tuple[str, ...]:
-        children = self.store.children(layout.ISR_CHANGE_NOTIFICATION, watch=self._watch(
-            "isr-change", self._on_isr_change))
-        return tuple(f"{layout.ISR_CHANGE_NOTIFICATION}/{c}" for c in sorted(children))
-
     # --- what each watch does (event thread, active controller only)
 
     def _on_broker_change(self) -> None:
-        registrations = self._read_brokers()
+        registrations = self.reads.brokers()
         log.info("controller %s: live brokers now %s", self.broker_id, sorted(registrations))
         # Senders to new brokers must exist before the decision's requests go
         # out (the context only lists them once the decision is carried out).
@@ -312,34 +246,27 @@ class Controller:
         self._run(lambda ctx: broker_change.on_broker_change(ctx, registrations))
 
     def _on_topic_change(self) -> None:
-        topics = self._read_topics()
+        topics = self.reads.topics()
         self._run(lambda ctx: topic_change.on_topic_change(ctx, topics))
 
     def _on_delete_topics(self) -> None:
-        topics = self.store.children(layout.DELETE_TOPICS, watch=self._watch("delete-topics", self._on_delete_topics))
+        topics = self.reads.topics_to_delete()
         self._run(lambda ctx: deletion.on_delete_topics(ctx, topics))
 
     def _on_reassignment(self) -> None:
-        targets = self._read_reassignments()
+        targets = self.reads.reassignments()
         self._run(lambda ctx: reassignment.on_partition_reassignment(ctx, targets or None))
 
     def _on_preferred(self) -> None:
-        partitions = self._read_preferred()
+        partitions = self.reads.preferred()
         self._run(lambda ctx: preferred.on_preferred_replica_election(ctx, partitions))
 
     def _on_isr_change(self) -> None:
-        paths = self._notification_paths()
-        nodes = self.store.get_many(list(paths))
-        changed = set()
-        for path in paths:
-            if nodes[path] is not None:
-                changed.update(TopicPartition(t, p) for t, p in codecs.decode_partition_list(path, nodes[path][0]))
-        states = self._port.read_partition_states(changed)
+        states, paths = self.reads.isr_changes(self._port.read_partition_states)
         self._run(lambda ctx: isr_change.on_isr_change(ctx, states, paths))
 
     def _on_config_change(self) -> None:
-        self.store.children(layout.CONFIG_CHANGES, watch=self._watch("config-change", self._on_config_change))
-        configs = self._read_topic_configs(sorted(self.context.topic_ids))
+        configs = self.reads.config_changes(sorted(self.context.topic_ids))
         for topic, config in configs.items():
             self._run(lambda ctx, t=topic, c=config: topic_change.on_topic_config_change(ctx, t, c))
 

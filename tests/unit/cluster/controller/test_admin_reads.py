@@ -2,11 +2,9 @@
 the next write, even when a tool creates the znode between the read and the
 re-arm (issue 12.2: a reassignment written that way was never acted on)."""
 
-from types import SimpleNamespace
-
 import pytest
 
-from kafkactl.cluster.controller.controller import AdminZnodeChurn, Controller
+from kafkactl.cluster.controller.zk_reads import AdminZnodeChurn, ControllerReads
 
 PATH = "/admin/reassign_partitions"
 
@@ -27,7 +25,7 @@ class Store:
 
 
 def read(store):
-    return Controller._read_watched(SimpleNamespace(store=store), PATH, watch="w")
+    return ControllerReads(store, watch=None).watched(PATH, watch="w")
 
 
 def test_a_znode_created_between_the_read_and_the_rearm_is_read_again():

@@ -8,7 +8,10 @@ More seeds/steps:   SIM_SEEDS=2000 SIM_STEPS=400 .venv/bin/pytest tests/unit/clu
 import os
 import traceback
 
-from kafkactl.cluster.controller.simulation import Simulation
+import pytest
+
+from kafkactl.cluster.controller.simulation import Simulation, SimulationFailure
+from kafkactl.cluster.controller.zk_reads import ControllerReads
 
 SEEDS = int(os.environ.get("SIM_SEEDS", "200"))
 STEPS = int(os.environ.get("SIM_STEPS", "200"))
@@ -43,12 +46,18 @@ def test_every_seed_keeps_the_invariants_and_finishes_its_work():
 
 
 def _assert_faults_were_exercised(totals):
-    # The run is only worth something if the hard cases happened.
+    # The run is only worth something if the hard cases happened; among them
+    # the watch races: an admin znode created between the getData that found
+    # it missing (no watch) and the exists that re-arms, and a watch event
+    # reaching the controller after it had already read the change.
     for name in ("write_bad_version", "write_node_exists", "raced", "old_controller_fenced", "stale_broker_epoch",
                  "stray_removed", "lost", "reordered", "shutdown_with_partitions_remaining", "leader_isr_write_refused",
-                 "event_stop_replica_response", "event_reassign", "event_isr_change", "event_preferred",
-                 "failover_with_dead_isr_members"):
+                 "event_stop_replica_response", "event_reassign", "event_isr-change", "event_preferred-election",
+                 "event_delete-topics", "event_config-change", "failover_with_dead_isr_members",
+                 "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread",
+                 "leader_wrote_after_states_read"):
         assert totals.get(name, 0) > 0, f"no {name} in {SEEDS} seeds: {sorted(totals.items())}"
+    assert totals.get("admin_read_checked", 0) == SEEDS, "the final check of admin znodes did not run everywhere"
 
 
 def test_a_seed_replays_identically():
@@ -56,3 +65,33 @@ def test_a_seed_replays_identically():
     assert first.stats == second.stats
     assert {p: (n.data, n.version) for p, n in first.zk.nodes.items()} == \
         {p: (n.data, n.version) for p, n in second.zk.nodes.items()}
+
+
+def _watched_ignoring_the_rearm(self, path, watch, attempts=5):
+    # The read as it was before issue 12.2's fix: the exists re-arms the
+    # watch but its answer is ignored, so a znode created in between is lost.
+    node = self.store.get_many([path], watch=watch)[path]
+    if node is None:
+        self.store.exists(path, watch=watch)
+    return node
+
+
+def test_the_simulation_catches_a_lost_admin_znode_creation(monkeypatch):
+    monkeypatch.setattr(ControllerReads, "watched", _watched_ignoring_the_rearm)
+    for seed in range(20):
+        try:
+            Simulation(seed).run(STEPS)
+        except SimulationFailure as failure:
+            assert "never read /admin/" in str(failure)
+            return
+    pytest.fail("20 seeds ran without noticing the lost creation")
+
+
+def test_the_simulation_catches_watch_callbacks_piling_up(monkeypatch):
+    # A new callback per read (as the controller had before): kazoo keeps
+    # them all on a znode that did not change, and its next change queues
+    # the event once per read since.
+    monkeypatch.setattr(ControllerReads, "watch", lambda self, event: self._new_watch(event))
+    with pytest.raises(SimulationFailure, match="watch callbacks pile up"):
+        for seed in range(20):
+            Simulation(seed).run(STEPS)
