@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.model import (
-    PARTITION_STATE_WRITES, CreatePartitionState, Decision, Next, Redo, Reply, TopicPartition,
+    NO_LEADER, PARTITION_STATE_WRITES, CreatePartitionState, Decision, Next, Redo, Reply, TopicPartition,
     UpdatePartitionState, ZkWrite,
 )
 from kafkactl.cluster.controller.requests import RequestBatch
@@ -53,11 +53,20 @@ class DecisionBuilder:
     def write_next_state(self, tp: TopicPartition, leader: int, isr, leader_recovery_state: int) -> PartitionState:
         """write_partition_state(tp, next_state(...)) in one step: the state
         object is built once, with the zk version it will have (an election
-        of every partition of a failover comes through here)."""
+        of every partition of a failover comes through here).
+
+        With a leader, the ISR written names registered brokers only: a
+        leader may have added a follower that still runs after losing its
+        registration (its metadata did not say so yet), and a state the
+        controller writes from a re-read (a leader epoch bump) would
+        otherwise keep it. Leaderless, the last ISR is kept as it is."""
         if tp in self._state_writes:
             invariant(False, f"partition {tp}: two state writes in one decision")
         self._state_writes.add(tp)
         current = self.ctx.leadership[tp]
+        if leader != NO_LEADER:
+            live = self.ctx.live_brokers
+            isr = [r for r in isr if r in live] or list(isr)
         written = PartitionState(leader, current.leader_epoch + 1, list(isr), self.ctx.controller_epoch,
                                  leader_recovery_state, current.zk_version + 1)
         self._writes.append(UpdatePartitionState(tp.topic, tp.partition, written, current.zk_version))

@@ -14,7 +14,7 @@ from kafkactl.cluster.controller import replica_state_machine as rsm
 from kafkactl.cluster.controller.builder import DecisionBuilder
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.election import Elected, offline_election
-from kafkactl.cluster.controller.model import NO_LEADER, Decision, PartitionReplica, TopicPartition
+from kafkactl.cluster.controller.model import NO_LEADER, Decision, DeleteNotification, PartitionReplica, TopicPartition
 from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
 from kafkactl.cluster.controller.replica_state_machine import ReplicaStateName
 from kafkactl.cluster.zk.codecs import PartitionState
@@ -144,6 +144,40 @@ def remove_from_isr(b: DecisionBuilder, tp: TopicPartition, broker_ids: Iterable
         psm.transition(ctx.partition_states, tp, OFFLINE)
     announce(b, tp, exclude=announce_exclude)
     return True
+
+
+def remove_dead_from_isr(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
+    """Partitions with a live leader lose their unregistered ISR members (one
+    conditional write each): at controller failover (Kafka's OfflineReplica
+    at start-up), and when a leader announces an ISR that names a broker
+    which is still running but has lost its registration (its metadata may
+    not say so yet). A partition this decision already writes (just
+    elected) has its ISR from live brokers already."""
+    ctx = b.ctx
+    live, leadership = ctx.live_brokers, ctx.leadership
+    for tp in tps:
+        state = leadership.get(tp)
+        if (state is None or state.leader not in live or ctx.is_queued_for_deletion(tp.topic)
+                or b.writes_state_of(tp)):
+            continue
+        dead = [r for r in state.isr if r not in live]
+        if dead:
+            remove_from_isr(b, tp, dead)
+
+
+def redo_remove_dead_from_isr(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
+    """remove_dead_from_isr's writes that lost a race, done again from what is now read."""
+    b = DecisionBuilder(ctx)
+    remove_dead_from_isr(b, sorted(tps))
+    return b.decision(retry=redo_remove_dead_from_isr)
+
+
+def delete_notifications(ctx: ControllerContext, paths: tuple[str, ...]) -> Decision:
+    """Delete ISR change notifications whose partitions were read after they were written: they carry no news."""
+    b = DecisionBuilder(ctx)
+    for path in paths:
+        b.write(DeleteNotification(path))
+    return b.decision()
 
 
 # --- onReplicasBecomeOffline: after brokers died

@@ -23,10 +23,10 @@ from typing import Iterable, Mapping
 
 from kafkactl.cluster.controller import replica_state_machine as rsm
 from kafkactl.cluster.controller.builder import DecisionBuilder, chain
-from kafkactl.cluster.controller.changes import online_or_elect, remove_from_isr
+from kafkactl.cluster.controller.changes import delete_notifications, online_or_elect, remove_dead_from_isr
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext, parse_unclean_override
 from kafkactl.cluster.controller.deletion import resume_deletions_decision
-from kafkactl.cluster.controller.model import Decision, DeleteNotification, ReplicaAssignment, TopicPartition
+from kafkactl.cluster.controller.model import Decision, ReplicaAssignment, TopicPartition
 from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
 from kafkactl.cluster.controller.preferred import on_preferred_replica_election
 from kafkactl.cluster.controller.reassignment import resume_reassignments
@@ -104,25 +104,9 @@ def on_controller_failover(ctx: ControllerContext, isr_change_notifications: Ite
         resume_reassignments,
         resume_deletions_decision,
         _resume_preferred_election,
-        partial(_delete_notifications, paths=tuple(isr_change_notifications)),
+        partial(delete_notifications, paths=tuple(isr_change_notifications)),
     )
     return b.decision(retry=redo_failover, then=then)
-
-
-def remove_dead_from_isr(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
-    """Partitions with a live leader lose their unregistered ISR members (one
-    conditional write each). A partition this decision already writes (just
-    elected) has its ISR from live brokers already."""
-    ctx = b.ctx
-    live, leadership = ctx.live_brokers, ctx.leadership
-    for tp in tps:
-        state = leadership.get(tp)
-        if (state is None or state.leader not in live or ctx.is_queued_for_deletion(tp.topic)
-                or b.writes_state_of(tp)):
-            continue
-        dead = [r for r in state.isr if r not in live]
-        if dead:
-            remove_from_isr(b, tp, dead)
 
 
 def redo_failover(ctx: ControllerContext, tps: frozenset[TopicPartition]) -> Decision:
@@ -137,11 +121,3 @@ def _resume_preferred_election(ctx: ControllerContext) -> Decision:
     if ctx.preferred_admin is None:
         return Decision(context=ctx)
     return on_preferred_replica_election(ctx, ctx.preferred_admin)
-
-
-def _delete_notifications(ctx: ControllerContext, paths: tuple[str, ...]) -> Decision:
-    # States were read after these were written: they carry no news.
-    b = DecisionBuilder(ctx)
-    for path in paths:
-        b.write(DeleteNotification(path))
-    return b.decision()

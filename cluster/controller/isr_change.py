@@ -1,17 +1,21 @@
 """ISR change notifications: a leader changed its ISR in ZooKeeper itself
 and announced it under /isr_change_notification. The I/O layer reads the
 listed partitions' states again; the controller takes every state newer than
-its own, tells all brokers (UpdateMetadata), deletes the notifications and
-checks whether a reassignment waiting for that ISR can complete."""
+its own, tells all brokers (UpdateMetadata), takes unregistered brokers out
+of those ISRs (a leader may add a follower that is still running after its
+registration went: the controller alone knows liveness), then deletes the
+notifications and checks whether a reassignment waiting for that ISR can
+complete."""
 
 from __future__ import annotations
 
 from functools import partial
 from typing import Iterable, Mapping
 
-from kafkactl.cluster.controller.builder import DecisionBuilder
+from kafkactl.cluster.controller.builder import DecisionBuilder, chain
+from kafkactl.cluster.controller.changes import delete_notifications, redo_remove_dead_from_isr, remove_dead_from_isr
 from kafkactl.cluster.controller.context import ControllerContext
-from kafkactl.cluster.controller.model import Decision, DeleteNotification, TopicPartition
+from kafkactl.cluster.controller.model import Decision, TopicPartition
 from kafkactl.cluster.controller.reassignment import reassignment_progress
 from kafkactl.cluster.zk.codecs import PartitionState
 
@@ -21,10 +25,13 @@ def on_isr_change(ctx: ControllerContext, states: Mapping[TopicPartition, Partit
     b = DecisionBuilder(ctx)
     changed = refresh_partition_states(b.ctx, states)
     b.batch.update_metadata(b.ctx.live_brokers, changed)
-    for path in sorted(notification_paths):
-        b.write(DeleteNotification(path))
+    remove_dead_from_isr(b, changed)
     waiting = [tp for tp in changed if b.ctx.is_being_reassigned(tp)]
-    return b.decision(then=partial(reassignment_progress, tps=waiting) if waiting else None)
+    # Conditional state writes and the notifications' deletion go in separate
+    # decisions (builder.py), the deletion after the writes and their retries.
+    then = chain(partial(delete_notifications, paths=tuple(sorted(notification_paths))),
+                 partial(reassignment_progress, tps=waiting) if waiting else None)
+    return b.decision(retry=redo_remove_dead_from_isr, then=then)
 
 
 def refresh_partition_states(ctx: ControllerContext,

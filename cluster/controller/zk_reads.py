@@ -74,10 +74,13 @@ class ControllerReads:
         """Everything a new controller loads, every watch armed; and the ISR
         change notifications present now (the states read after them make
         them obsolete)."""
+        # Notifications are listed before the states are read: only those are
+        # made obsolete by the read (and deleted by the failover). One written
+        # after the read fires the watch this listing leaves, and is handled.
+        notifications = self.notification_paths()
         brokers = self.brokers()
         topics = self.topics()
         states = read_partition_states([TopicPartition(t, p) for t, a in topics.items() for p in a.partitions])
-        notifications = self.notification_paths()
         snapshot = ClusterSnapshot(
             controller_epoch=epoch,
             controller_epoch_zk_version=epoch_zk_version,

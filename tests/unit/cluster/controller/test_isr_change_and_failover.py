@@ -22,13 +22,28 @@ def test_newer_states_are_taken_and_announced_older_ones_ignored():
     stale = replace(ctx.leadership[T1], isr=[1], zk_version=6)
     decision = on_isr_change(ctx, {T0: shrunk, T1: stale, TopicPartition("x", 0): shrunk},
                              ["/isr_change_notification/isr_change_0000000001"])
-    assert decision.zk_writes == (DeleteNotification("/isr_change_notification/isr_change_0000000001"),)
+    assert decision.zk_writes == ()       # nothing to correct: the notification goes next
     metadata = [r for r in decision.requests if isinstance(r, UpdateMetadata)]
     assert {r.broker_id for r in metadata} == {1, 2, 3}
     assert [(p.topic_partition, p.isr, p.zk_version) for p in metadata[0].partitions] == [(T0, (1, 2), 8)]
-    after = commit(ctx, decision)
+    after, made = run_chain(ctx, decision)
+    assert [d.zk_writes for d in made[1:]] == [(DeleteNotification("/isr_change_notification/isr_change_0000000001"),)]
     assert after.leadership[T0].isr == [1, 2] and after.leadership[T1].isr == [1, 2]
     check_invariants(after, ctx)
+
+
+def test_a_leader_announcing_an_unregistered_follower_in_its_isr_has_it_removed():
+    # Broker 3 lost its registration but still fetches; leader 1 had not heard
+    # and added it back. Only the controller knows liveness: it takes 3 out.
+    ctx = make_context(topics={"t": {0: [1, 2, 3]}}, live=[1, 2])
+    grown = replace(ctx.leadership[T0], isr=[1, 2, 3], zk_version=ctx.leadership[T0].zk_version + 1)
+    decision = on_isr_change(ctx, {T0: grown}, ["/isr_change_notification/isr_change_0000000002"])
+    written = [w for w in decision.zk_writes if not isinstance(w, DeleteNotification)]
+    assert [(w.state.leader, w.state.isr, w.expected_zk_version) for w in written] == [(1, [1, 2], grown.zk_version)]
+    assert any(isinstance(r, LeaderAndIsr) and r.broker_id == 1 for r in decision.requests)
+    after, made = run_chain(ctx, decision)
+    assert after.leadership[T0].isr == [1, 2]
+    assert made[-1].zk_writes == (DeleteNotification("/isr_change_notification/isr_change_0000000002"),)
 
 
 def snapshot():

@@ -109,3 +109,15 @@ def test_failover_resumes_from_the_topic_znode():
     assert resumed.reassignments[T0].target == (2, 3, 4)
     bump = [w for d in made for w in d.zk_writes if isinstance(w, UpdatePartitionState)]
     assert len(bump) == 1 and bump[0].state.leader == 1
+
+
+def test_the_epoch_bump_leaves_an_unregistered_broker_out_of_the_isr():
+    # A state re-read after a lost race (simulation seed 1091): leader 1 had
+    # added broker 3, which still ran after losing its registration. The bump
+    # rewrites the ISR, and the controller never writes a dead broker into it.
+    ctx = make_context(live=(1, 2, 4), topics={"t": {0: [1, 2, 3]}},
+                       states={("t", 0): state(1, [1, 2, 3], zk_version=10)})
+    start = on_partition_reassignment(ctx, {T0: [1, 2, 4]})
+    ctx = commit(ctx, start)
+    (bump,) = start.then(ctx).zk_writes
+    assert (bump.state.leader, bump.state.isr) == (1, [1, 2])
