@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 
 app = typer.Typer(help="Registered brokers: endpoints, load and log dirs.", no_args_is_help=True,
                   epilog=SHARED_EPILOG)
@@ -24,7 +24,7 @@ UNKNOWN_MEDIA = "unknown"
 @app.command("list", epilog=SHARED_EPILOG)
 def list_(ctx: typer.Context) -> None:
     """Every registered broker, with its load and log dir totals."""
-    from .output import emit, render_table
+    from kafkactl.cli.output import emit, render_table
 
     brokers = _brokers(ctx, None)
     rows = [[b["id"], ",".join(b["endpoints"]), b["rack"] or "", b["broker_epoch"], _yes(b["controller"]),
@@ -36,7 +36,7 @@ def list_(ctx: typer.Context) -> None:
 @app.command(epilog=SHARED_EPILOG)
 def describe(ctx: typer.Context, broker_id: int = typer.Argument(..., metavar="ID")) -> None:
     """One broker in detail, with each log dir's media class, bytes used and free."""
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     [broker] = _brokers(ctx, broker_id)
     emit(broker, shared(ctx).output, lambda: _describe_text(broker))
@@ -47,7 +47,7 @@ def _brokers(ctx: typer.Context, only: int | None) -> list[dict]:
     from kafkactl.cluster.admin.inspect import broker_loads, read_controller
     from kafkactl.cluster.admin.topics import describe_topics, list_topics, live_brokers
 
-    from .errors import CliUsageError
+    from kafkactl.cli.errors import CliUsageError
 
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
@@ -123,7 +123,7 @@ def _dirs_summary(broker: dict) -> str:
 
 
 def _describe_text(broker: dict) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     lines = [
         f"broker:        {broker['id']}",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import typer
 
-from .common import SHARED_EPILOG, shared, timeout_s
-from .errors import EXIT_FAILED
+from kafkactl.cli.common import SHARED_EPILOG, shared, timeout_s
+from kafkactl.cli.errors import EXIT_FAILED
 
 UP_TIMEOUT_S = 60.0
 DOWN_TIMEOUT_S = 15.0
@@ -113,8 +113,8 @@ def _local_cluster(root: Path):
 def _directory(ctx: typer.Context, directory: str | None) -> Path:
     """--dir, else the explicit --context's cluster_dir, else the current
     context's if it is a local cluster, else the default state dir."""
-    from .config import context_entry, default_cluster_dir, load_config
-    from .errors import CliUsageError
+    from kafkactl.cli.config import context_entry, default_cluster_dir, load_config
+    from kafkactl.cli.errors import CliUsageError
 
     if directory:
         return Path(directory).expanduser().absolute()
@@ -133,7 +133,7 @@ def _directory(ctx: typer.Context, directory: str | None) -> Path:
 
 
 def _context_name(name: str | None, root: Path) -> str:
-    from .config import check_context_name, default_cluster_dir
+    from kafkactl.cli.config import check_context_name, default_cluster_dir
 
     if name:
         return check_context_name(name)
@@ -144,7 +144,7 @@ def _context_name(name: str | None, root: Path) -> str:
 
 
 def _remember_context(name: str, zookeeper: str, cluster_dir: str) -> None:
-    from .config import load_config, save_config
+    from kafkactl.cli.config import load_config, save_config
 
     config = load_config()
     config.contexts[name] = {**config.contexts.get(name, {}),
@@ -155,7 +155,7 @@ def _remember_context(name: str, zookeeper: str, cluster_dir: str) -> None:
 
 def _forget_contexts(cluster_dir: str) -> None:
     """After a purge, contexts pointing at the deleted cluster would only mislead."""
-    from .config import load_config, save_config
+    from kafkactl.cli.config import load_config, save_config
 
     config = load_config()
     stale = [n for n, e in config.contexts.items() if e.get("cluster_dir") == cluster_dir]
@@ -176,7 +176,7 @@ def _translated_errors() -> Iterator[None]:
     """The local-cluster library's typed errors, as CLI errors with exit codes."""
     from kafkactl.cluster.local import LocalClusterError, LocalClusterUsageError, StartupError
 
-    from .errors import CliError, CliUsageError
+    from kafkactl.cli.errors import CliError, CliUsageError
 
     try:
         yield
@@ -193,13 +193,13 @@ def _translated_errors() -> Iterator[None]:
 
 
 def _emit(ctx: typer.Context, data: dict, table) -> None:
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     emit(data, shared(ctx).output, table)
 
 
 def _status_table(status) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     zk_state = f"pid {status.zookeeper_pid}, running" if status.zookeeper_alive else "not running"
     rows = [[b.id, b.address, b.pid or "-", "running" if b.alive else "stopped",

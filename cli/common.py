@@ -4,7 +4,7 @@ from contextlib import contextmanager
 
 import typer
 
-from .options import SharedOptions
+from kafkactl.cli.options import SharedOptions
 
 # Shown under every noun's and command's --help: typer lists the shared
 # options only on the root, yet they are accepted everywhere.
@@ -20,7 +20,7 @@ def shared(ctx: typer.Context) -> SharedOptions:
 
 def zookeeper_address(ctx: typer.Context) -> str:
     """Where to find ZooKeeper, by the documented resolution order."""
-    from .config import resolve_zookeeper
+    from kafkactl.cli.config import resolve_zookeeper
 
     return resolve_zookeeper(shared(ctx)).zookeeper
 
@@ -53,9 +53,9 @@ def zookeeper(ctx: typer.Context):
     """The cluster's ZooKeeper for the length of a command, bounded by --timeout."""
     from kafkactl.cluster.zk import client as zk_client
 
-    from .errors import CliError
+    from kafkactl.cli.errors import CliError
 
-    from .config import resolve_zookeeper
+    from kafkactl.cli.config import resolve_zookeeper
 
     resolved = resolve_zookeeper(shared(ctx))
     try:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from kafkactl.cluster.local.files import atomic_write_text
 
-from .errors import CliError, CliUsageError
-from .options import SharedOptions
+from kafkactl.cli.errors import CliError, CliUsageError
+from kafkactl.cli.options import SharedOptions
 
 ENV_CONFIG = "KAFKACTL_CONFIG"
 ENV_ZOOKEEPER = "KAFKACTL_ZOOKEEPER"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
-from .errors import CliError, CliUsageError
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.errors import CliError, CliUsageError
 
 app = typer.Typer(help="Describe and alter dynamic topic and broker configs.", no_args_is_help=True,
                   epilog=SHARED_EPILOG)
@@ -169,7 +169,7 @@ def _broker_rows(stored: dict, entity) -> list[dict]:
 
 
 def _table(rows: list[dict]) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     if any("note" in r for r in rows):
         return render_table([[r["key"], r["value"], r["source"], r["note"]] for r in rows],
@@ -178,6 +178,6 @@ def _table(rows: list[dict]) -> str:
 
 
 def _emit(ctx, data, table) -> None:
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     emit(data, shared(ctx).output, table)

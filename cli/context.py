@@ -2,7 +2,7 @@
 
 import typer
 
-from .common import SHARED_EPILOG, shared
+from kafkactl.cli.common import SHARED_EPILOG, shared
 
 app = typer.Typer(help="Manage named contexts (ZooKeeper addresses) in the config file.",
                   no_args_is_help=True, epilog=SHARED_EPILOG)
@@ -11,8 +11,8 @@ app = typer.Typer(help="Manage named contexts (ZooKeeper addresses) in the confi
 @app.command("list", epilog=SHARED_EPILOG)
 def list_contexts(ctx: typer.Context) -> None:
     """List contexts; the current one is marked with *."""
-    from .config import load_config
-    from .output import emit, render_table
+    from kafkactl.cli.config import load_config
+    from kafkactl.cli.output import emit, render_table
 
     config = load_config()
     data = {"current_context": config.current_context, "config_file": str(config.path),
@@ -27,7 +27,7 @@ def list_contexts(ctx: typer.Context) -> None:
 @app.command("use", epilog=SHARED_EPILOG)
 def use_context(ctx: typer.Context, name: str = typer.Argument(..., help="Context to make current.")) -> None:
     """Make NAME the current context."""
-    from .config import context_entry, load_config, save_config
+    from kafkactl.cli.config import context_entry, load_config, save_config
 
     config = load_config()
     context_entry(config, name)  # refuses unknown names
@@ -50,8 +50,8 @@ def set_context(
     """
     from pathlib import Path
 
-    from .config import check_context_name, check_zookeeper, load_config, save_config
-    from .errors import CliUsageError
+    from kafkactl.cli.config import check_context_name, check_zookeeper, load_config, save_config
+    from kafkactl.cli.errors import CliUsageError
 
     check_context_name(name)
     config = load_config()
@@ -74,7 +74,7 @@ def set_context(
 @app.command("delete", epilog=SHARED_EPILOG)
 def delete_context(ctx: typer.Context, name: str = typer.Argument(..., help="Context to delete.")) -> None:
     """Delete NAME (and unset it if it was current)."""
-    from .config import context_entry, load_config, save_config
+    from kafkactl.cli.config import context_entry, load_config, save_config
 
     config = load_config()
     context_entry(config, name)
@@ -88,7 +88,7 @@ def delete_context(ctx: typer.Context, name: str = typer.Argument(..., help="Con
 @app.command("current", epilog=SHARED_EPILOG)
 def current_context(ctx: typer.Context) -> None:
     """Show which ZooKeeper commands would use, and why."""
-    from .config import resolve_zookeeper
+    from kafkactl.cli.config import resolve_zookeeper
 
     resolved = resolve_zookeeper(shared(ctx))
     data = {"zookeeper": resolved.zookeeper, "source": resolved.source}
@@ -96,6 +96,6 @@ def current_context(ctx: typer.Context) -> None:
 
 
 def _done(ctx: typer.Context, message: str, data: dict) -> None:
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     emit(data, shared(ctx).output, lambda: message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
 
 app = typer.Typer(help="The active controller.", no_args_is_help=True, epilog=SHARED_EPILOG)
 
@@ -16,7 +16,7 @@ def show(ctx: typer.Context) -> None:
 
     from kafkactl.cluster.admin.inspect import format_time_ms, read_controller
 
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     with zookeeper(ctx) as client:
         info = read_controller(client, timeout_s(ctx, ZK_TIMEOUT_S))

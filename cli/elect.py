@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
-from .errors import CliError, CliUsageError
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="Elect partition leaders: the preferred replica, or (losing data) out of the ISR.",
@@ -75,7 +75,7 @@ def unclean(ctx: typer.Context, all_: bool = _ALL, topic: str | None = _TOPIC, p
     if no_wait:
         raise CliUsageError("--no-wait: an unclean election must be waited for, so that each topic's "
                             "unclean.leader.election.enable can be restored after it")
-    from .reassign import confirm_or_refuse
+    from kafkactl.cli.reassign import confirm_or_refuse
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
@@ -200,7 +200,7 @@ def _unclean_prompt(eligible: list, also: list) -> str:
 def _report(ctx, outcomes: list) -> None:
     from kafkactl.cluster.admin import election
 
-    from .output import emit, render_table
+    from kafkactl.cli.output import emit, render_table
 
     outcomes = sorted(outcomes, key=lambda o: (o.topic, o.partition))
     rows = [o.to_dict() for o in outcomes]

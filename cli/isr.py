@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import SHARED_EPILOG, shared, timeout_s, zookeeper
-from .topics import complete_topics
+from kafkactl.cli.common import SHARED_EPILOG, shared, timeout_s, zookeeper
+from kafkactl.cli.topics import complete_topics
 
 # A group that runs by itself; interspersed args, so options may follow the
 # topics (click groups otherwise stop reading options at the first argument).
@@ -35,7 +35,7 @@ def isr(
     """Per partition: leader, leader epoch, replicas, ISR, and for each replica
     outside the ISR how far behind it is and since when; then a summary."""
     if not interval > 0:
-        from .errors import CliUsageError
+        from kafkactl.cli.errors import CliUsageError
 
         raise CliUsageError(f"--interval {interval!r}: give a positive number of seconds")
     with zookeeper(ctx) as client:
@@ -69,8 +69,8 @@ def _watch(ctx: typer.Context, client, topics: list[str], interval_s: float) -> 
 def _show(ctx: typer.Context, client, topics: list[str], one_line: bool = False) -> None:
     from kafkactl.cluster.admin.isr_lag import isr_report, summary
 
-    from .errors import CliUsageError
-    from .output import emit
+    from kafkactl.cli.errors import CliUsageError
+    from kafkactl.cli.output import emit
 
     rows, missing = isr_report(client, topics or None, timeout_s(ctx, ISR_TIMEOUT_S))
     if missing:
@@ -89,7 +89,7 @@ def _show(ctx: typer.Context, client, topics: list[str], one_line: bool = False)
 def _table(rows: list[dict], totals: dict[str, int]) -> str:
     import time
 
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     now_ms = int(time.time() * 1000)
     table = render_table(

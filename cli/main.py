@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import typer
 
-from .errors import EXIT_FAILED, EXIT_USAGE, CliError
-from .options import SharedOptions, lift_shared_options, merge
+from kafkactl.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
+from kafkactl.cli.options import SharedOptions, lift_shared_options, merge
 
 PROG = "kafkactl"
 NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassign", "elect", "configs",
@@ -62,7 +62,7 @@ def root(
 
 
 def _register_nouns() -> None:
-    from .common import SHARED_EPILOG
+    from kafkactl.cli.common import SHARED_EPILOG
 
     for noun in NOUNS:
         module = importlib.import_module(f"{__package__}.{noun}")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
-from .errors import CliError, CliUsageError
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="Broker metrics and cluster snapshots for the planner.", no_args_is_help=True,
@@ -45,7 +45,7 @@ def snapshot(
         CapacityFileError, Capacities, SnapshotError, build_snapshot, load_capacity_file, out_dir_problem,
         read_cluster, scrape_brokers, write_snapshot)
 
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     problem = out_dir_problem(out)
     if problem:   # a usage error, as `kafkactl plan --out` says it, before anything is asked of the cluster
@@ -120,8 +120,8 @@ def _local_cluster_endpoints(ctx: typer.Context) -> dict[int, str]:
     """From the context's local cluster, when it is the cluster being talked to."""
     from kafkactl.cluster.local import LocalCluster, LocalClusterError
 
-    from .common import zookeeper_address
-    from .config import load_config
+    from kafkactl.cli.common import zookeeper_address
+    from kafkactl.cli.config import load_config
 
     config = load_config()
     name = shared(ctx).context or config.current_context

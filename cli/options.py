@@ -21,7 +21,7 @@ Rules (mirroring click's own parsing):
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .errors import CliUsageError
+from kafkactl.cli.errors import CliUsageError
 
 OUTPUT_FORMATS = ("table", "json", "yaml")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import typer
 
-from .common import shared
-from .errors import CliError, CliUsageError
+from kafkactl.cli.common import shared
+from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
 _GOALS_HELP = "Soft goals, highest priority first [default: hot_on_ssd,disk,network,counts,topic_spread]."
@@ -67,13 +67,13 @@ def command(
         raise CliUsageError(error.message, "\n".join(error.details)) from None
     except job.PlanError as error:
         raise CliError(error.message, "\n".join(error.details)) from None
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     emit(result, shared(ctx).output, lambda: summary_table(result, out))
 
 
 def summary_table(result: dict, out: Path) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     rows = []
     for name in ("disk_utilization_ssd", "disk_utilization_hdd", "network_in_utilization",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, timeout_s, zookeeper
-from .errors import CliError, CliUsageError
-from .reassign_run import (
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, timeout_s, zookeeper
+from kafkactl.cli.errors import CliError, CliUsageError
+from kafkactl.cli.reassign_run import (
     WAIT_TIMEOUT_S, announce_rollback, confirm_or_refuse, emit as _emit, ids as _ids,
     refuse_if_running, refuse_moving, remove_throttles, report_wait, rollback_dir, save_plan, save_rollback,
     start, state_file, status_table, throttle_writes, wait_with_progress,
@@ -436,7 +436,7 @@ def _broker_ids(text: str, option: str = "--brokers") -> list[int]:
 
 
 def _verify_table(rows: list[dict], removed: list[str]) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     def progress_text(row: dict) -> str:
         if row["lag"]:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import typer
 
-from .common import shared
-from .errors import CliError, CliUsageError
+from kafkactl.cli.common import shared
+from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
 WAIT_TIMEOUT_S = 600.0
@@ -168,19 +168,19 @@ def state_file(kind: str) -> Path:
 
 
 def rollback_dir() -> Path:
-    from .config import default_cluster_dir
+    from kafkactl.cli.config import default_cluster_dir
 
     return default_cluster_dir().parent / "reassignments"
 
 
 def emit(ctx, data, table) -> None:
-    from .output import emit as emit_output
+    from kafkactl.cli.output import emit as emit_output
 
     emit_output(data, shared(ctx).output, table)
 
 
 def status_table(rows: list[dict]) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     return render_table([[r["topic"], r["partition"], r["status"], ids(r["target"]), ids(r["replicas"]),
                           ids(r["adding"]), ids(r["removing"]), ids(r["isr"]), r["detail"]] for r in rows],

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import typer
 
-from .common import ZK_TIMEOUT_S, shared, timeout_s, zookeeper
-from .errors import CliError, CliUsageError
-from .reassign_run import (
+from kafkactl.cli.common import ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.errors import CliError, CliUsageError
+from kafkactl.cli.reassign_run import (
     WAIT_TIMEOUT_S, announce_rollback, confirm_or_refuse, emit, ids, refuse_if_running, remove_throttles,
     report_wait, save_plan, save_rollback, start, state_file, throttle_writes, wait_with_progress,
 )
@@ -156,7 +156,7 @@ def _proposal(topic: str, factor: int, partitions: dict, current: dict, targets:
 
 
 def _proposal_text(result: dict) -> str:
-    from .output import render_table
+    from kafkactl.cli.output import render_table
 
     rows = []
     for before, after in zip(result["current"]["partitions"], result["proposed"]["partitions"]):

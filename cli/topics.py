@@ -15,8 +15,8 @@ from pathlib import Path
 
 import typer
 
-from .common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
-from .errors import EXIT_FAILED, CliError, CliUsageError
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.errors import EXIT_FAILED, CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
 app = typer.Typer(help="List, describe, create, delete and alter topics.", no_args_is_help=True,
@@ -32,9 +32,9 @@ def complete_topics(ctx: typer.Context, incomplete: str) -> list[str]:
     try:
         from kafkactl.cluster.admin.topics import list_topics
 
-        from .common import connect_zookeeper
-        from .config import resolve_zookeeper
-        from .options import SharedOptions
+        from kafkactl.cli.common import connect_zookeeper
+        from kafkactl.cli.config import resolve_zookeeper
+        from kafkactl.cli.options import SharedOptions
 
         root = ctx.find_root().params
         options = SharedOptions(zookeeper=root.get("zookeeper"), context=root.get("context"))
@@ -62,7 +62,7 @@ def list_(
     """Topic names, one per line; those queued for deletion are marked."""
     from kafkactl.cluster.admin.topics import list_topics, marked_for_deletion
 
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with zookeeper(ctx) as client:
@@ -146,7 +146,7 @@ def _require_existing(described: dict) -> None:
 
 
 def _emit_partitions(ctx: typer.Context, rows: list[dict]) -> None:
-    from .output import emit, render_table
+    from kafkactl.cli.output import emit, render_table
 
     def table() -> str:
         return render_table(
@@ -182,7 +182,7 @@ def create(
     """Create a topic, with Kafka's replica assignment (rack-aware round robin) or an explicit one."""
     from kafkactl.cluster.admin.topics import TopicExistsError, create_topic
 
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     overrides = _parse_configs(config or [])
     _validate_new_topic(name, overrides)
@@ -371,7 +371,7 @@ def _wait_deleted(client, topics: list[str], ctx: typer.Context) -> list[str]:
 
 
 def _report_deletion(ctx, marked: list[str], already: list[str], missing: list[str], gone: list[str] | None):
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     data = {"marked_for_deletion": marked, "already_marked": already, "missing": missing}
     if gone is not None:
@@ -431,7 +431,7 @@ def alter(
     throttles are removed once every partition is complete; without, by
     `reassign verify --plan` with the plan file it prints. --timeout bounds
     --wait (default 600 s)."""
-    from .replication_factor import RunOptions, alter_replication_factor
+    from kafkactl.cli.replication_factor import RunOptions, alter_replication_factor
 
     options = RunOptions(yes, throttle, wait, rollback_file, dry_run, out)
     if partitions is not None and replication_factor is not None:
@@ -453,7 +453,7 @@ def _alter_partitions(ctx: typer.Context, name: str, partitions: int, replica_as
     from kafkactl.cluster.admin.topic_changes import InvalidChange, parse_replica_assignment
     from kafkactl.cluster.admin.topics import ConcurrentChangeError, TopicNotFoundError
 
-    from .output import emit
+    from kafkactl.cli.output import emit
 
     try:
         explicit = parse_replica_assignment(replica_assignment) if replica_assignment else None

@@ -37,7 +37,7 @@ def kafka_assignment(snapshot, options):
     """Kafka's default assignment of the snapshot's partitions: a DataFrame with the columns of `partitions`."""
     from pyspark.sql import functions as F
 
-    from .constraints import eligible_brokers
+    from kafkactl.planner.constraints import eligible_brokers
 
     brokers = [(r.broker_id, r.rack) for r in eligible_brokers(snapshot, options).orderBy("broker_id").collect()]
     seed = options.seed
@@ -141,7 +141,7 @@ def _stats(low: float, high: float, mean: float, std: float) -> dict:
 
 def lower_bound(snapshot, options) -> dict:
     """Per resource (the report's names), the statistics of perfect balance over the eligible brokers."""
-    from .usage import held_bytes, snapshot_tables
+    from kafkactl.planner.usage import held_bytes, snapshot_tables
 
     broker_rows, dir_rows = snapshot_tables(snapshot)
     excluded = set(options.exclude_brokers)

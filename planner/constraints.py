@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .usage import held_bytes, human_bytes, human_rate, snapshot_tables, state_loads, tagged
+from kafkactl.planner.usage import held_bytes, human_bytes, human_rate, snapshot_tables, state_loads, tagged
 
 KINDS = ("partition_missing", "unknown_partition", "replication_factor", "duplicate_broker", "log_dirs_length",
          "unknown_broker", "unknown_log_dir", "excluded_broker", "rack_spread", "log_dir_capacity", "network_in",

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .options import GOALS, PlannerOptions
+from kafkactl.planner.options import GOALS, PlannerOptions
 
 DEFAULT_MASTER = "local[*]"
 # For tests only: "module:function" of an optimizer to use instead of kafkactl.planner.optimizer.optimize.
@@ -163,14 +163,14 @@ def load_optimizer():
     if hook:
         module, _, name = hook.partition(":")
         return getattr(importlib.import_module(module), name)
-    from .optimizer import optimize
+    from kafkactl.planner.optimizer import optimize
 
     return optimize
 
 
 def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None) -> dict:
     """Plan from the snapshot into out_dir (created atomically); returns the report."""
-    from .snapshot import SnapshotError, read_snapshot
+    from kafkactl.planner.snapshot import SnapshotError, read_snapshot
 
     snapshot_dir, out_dir = Path(snapshot_dir), Path(out_dir)
     check_paths(snapshot_dir, out_dir)
@@ -188,8 +188,8 @@ def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None) ->
 
 
 def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize, clock) -> dict:
-    from . import baseline, report
-    from .constraints import infeasible
+    from kafkactl.planner import baseline, report
+    from kafkactl.planner.constraints import infeasible
 
     check_against_snapshot(snapshot, options)
     reasons = infeasible(snapshot, options)
@@ -236,7 +236,7 @@ def _refuse_broken(after: dict, options) -> None:
 
 
 def _write_outputs(assignment, snapshot, result: dict, directory: Path, clock) -> None:
-    from . import report
+    from kafkactl.planner import report
 
     result["plan_partitions"] = report.write_plan_files(assignment, snapshot, directory)
     result["compute_time_s"]["write"] = clock.since_last()

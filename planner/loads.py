@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .goals.base import HOT_BUDGET_SHARE
+from kafkactl.planner.goals.base import HOT_BUDGET_SHARE
 
 
 def replica_rows(assignment):

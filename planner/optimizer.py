@@ -32,17 +32,17 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from .goals import SOFT_GOALS, Repair
-from .goals.base import Broker, Cluster, Dir, Replica
-from .goals.hot_on_ssd import HotOnSsd, hot_budget_bytes
-from .goals.repair import PartitionTotals, infeasible, violations
-from .proposal import Proposal
+from kafkactl.planner.goals import SOFT_GOALS, Repair
+from kafkactl.planner.goals.base import Broker, Cluster, Dir, Replica
+from kafkactl.planner.goals.hot_on_ssd import HotOnSsd, hot_budget_bytes
+from kafkactl.planner.goals.repair import PartitionTotals, infeasible, violations
+from kafkactl.planner.proposal import Proposal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from .options import PlannerOptions
-    from .snapshot import Snapshot
+    from kafkactl.planner.options import PlannerOptions
+    from kafkactl.planner.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import math
 import statistics
 from pathlib import Path
 
-from .constraints import check_states
-from .usage import human_bytes, state_loads, tagged
+from kafkactl.planner.constraints import check_states
+from kafkactl.planner.usage import human_bytes, state_loads, tagged
 
 # Utilizations are fractions of capacity; counts are replicas and leaders per broker.
 RESOURCES = ("disk_utilization_ssd", "disk_utilization_hdd", "log_dir_utilization_ssd", "log_dir_utilization_hdd",
@@ -200,7 +200,7 @@ def _broker_figures(row: dict) -> dict:
 
 
 def snapshot_counts(snapshot, options) -> dict:
-    from .usage import snapshot_tables
+    from kafkactl.planner.usage import snapshot_tables
 
     totals = snapshot.partitions.selectExpr("count(*) AS partitions", "sum(size(replicas)) AS replicas",
                                             "sum(size_bytes * size(replicas)) AS bytes").first()

@@ -15,11 +15,11 @@ Importing this package is cheap: kazoo is only imported when ZooKeeper is
 actually contacted.
 """
 
-from .brokers import parse_overrides
-from .cluster import DEFAULT_BROKERS, BrokerStatus, ClusterStatus, LocalCluster
-from .errors import (LocalClusterError, LocalClusterUsageError, NotAClusterDirError,
+from kafkactl.cluster.local.brokers import parse_overrides
+from kafkactl.cluster.local.cluster import DEFAULT_BROKERS, BrokerStatus, ClusterStatus, LocalCluster
+from kafkactl.cluster.local.errors import (LocalClusterError, LocalClusterUsageError, NotAClusterDirError,
                      ShapeMismatchError, StartupError)
-from .zookeeper import ZooKeeperCommand
+from kafkactl.cluster.local.zookeeper import ZooKeeperCommand
 
 __all__ = [
     "DEFAULT_BROKERS", "BrokerStatus", "ClusterStatus", "LocalCluster", "LocalClusterError",

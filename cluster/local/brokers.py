@@ -9,8 +9,8 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 
-from .errors import LocalClusterUsageError
-from .state import BrokerSpec
+from kafkactl.cluster.local.errors import LocalClusterUsageError
+from kafkactl.cluster.local.state import BrokerSpec
 
 BROKER_MODULE = "kafkactl.cluster.broker"
 # Keys the local cluster derives from its own bookkeeping; overriding them

@@ -22,16 +22,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import procs, state
-from .brokers import BROKER_MODULE, broker_argv, server_properties, validate_overrides
-from .errors import (LocalClusterError, LocalClusterUsageError, NotAClusterDirError,
+from kafkactl.cluster.local import procs, state
+from kafkactl.cluster.local.brokers import BROKER_MODULE, broker_argv, server_properties, validate_overrides
+from kafkactl.cluster.local.errors import (LocalClusterError, LocalClusterUsageError, NotAClusterDirError,
                      ShapeMismatchError, StartupError)
-from .files import atomic_write_text
-from .ports import free_loopback_ports, port_in_use
-from .procs import Proc
-from .state import BrokerSpec, ClusterSpec, Layout
-from .zkclient import registered_broker_ids, zk_session
-from .zookeeper import ZooKeeperCommand, is_ok, wait_ready, zoo_cfg
+from kafkactl.cluster.local.files import atomic_write_text
+from kafkactl.cluster.local.ports import free_loopback_ports, port_in_use
+from kafkactl.cluster.local.procs import Proc
+from kafkactl.cluster.local.state import BrokerSpec, ClusterSpec, Layout
+from kafkactl.cluster.local.zkclient import registered_broker_ids, zk_session
+from kafkactl.cluster.local.zookeeper import ZooKeeperCommand, is_ok, wait_ready, zoo_cfg
 
 DEFAULT_BROKERS = 3
 DEFAULT_UP_TIMEOUT_S = 60.0

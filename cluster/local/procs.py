@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import LocalClusterError
+from kafkactl.cluster.local.errors import LocalClusterError
 
 POLL_INTERVAL_S = 0.05
 CMDLINE_RETRIES = 50

@@ -10,8 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import LocalClusterError
-from .files import atomic_write_text
+from kafkactl.cluster.local.errors import LocalClusterError
+from kafkactl.cluster.local.files import atomic_write_text
 
 KIND = "kafkactl-local-cluster"
 STATE_VERSION = 1

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .errors import LocalClusterError
+from kafkactl.cluster.local.errors import LocalClusterError
 
 SESSION_TIMEOUT_S = 10.0
 _log = logging.getLogger(__name__)

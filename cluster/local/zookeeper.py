@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import StartupError
-from .procs import log_tail
+from kafkactl.cluster.local.errors import StartupError
+from kafkactl.cluster.local.procs import log_tail
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 # Kafka brokers ask for 18 s sessions and tests may ask for more; the server

@@ -4,12 +4,12 @@
 priority order of PlannerOptions.goals, each guarded by those before it.
 """
 
-from .counts import Counts
-from .disk import Disk
-from .hot_on_ssd import HotOnSsd
-from .network import Network
-from .repair import Repair
-from .topic_spread import TopicSpread
+from kafkactl.planner.goals.counts import Counts
+from kafkactl.planner.goals.disk import Disk
+from kafkactl.planner.goals.hot_on_ssd import HotOnSsd
+from kafkactl.planner.goals.network import Network
+from kafkactl.planner.goals.repair import Repair
+from kafkactl.planner.goals.topic_spread import TopicSpread
 
 SOFT_GOALS = {goal.name: goal for goal in (HotOnSsd, Disk, Network, Counts, TopicSpread)}
 

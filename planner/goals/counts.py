@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .base import COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, queues_by_media
+from kafkactl.planner.goals.base import COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, queues_by_media
 
 
 def count_limit(mean: float) -> int:

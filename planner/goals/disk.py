@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Cluster, Dir, Goal, Replica, Selection, queues_by_media, same_broker_first
+from kafkactl.planner.goals.base import Cluster, Dir, Goal, Replica, Selection, queues_by_media, same_broker_first
 
 
 def fill_level(cluster: Cluster, d: Dir) -> float:

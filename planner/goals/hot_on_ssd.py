@@ -21,10 +21,10 @@ network in.
 
 from __future__ import annotations
 
-from .base import (HOT_BUDGET_SHARE, NETWORK_TOLERANCE, Cluster, DestinationQueue, Goal, Replica,
+from kafkactl.planner.goals.base import (HOT_BUDGET_SHARE, NETWORK_TOLERANCE, Cluster, DestinationQueue, Goal, Replica,
                    Selection, queues_by_media, ratio, same_broker_first)
-from .disk import fill_level, rack_volumes, set_media_targets
-from .network import in_target
+from kafkactl.planner.goals.disk import fill_level, rack_volumes, set_media_targets
+from kafkactl.planner.goals.network import in_target
 
 
 def heat(size_bytes: int, bytes_in_per_s: float, bytes_out_per_s: float) -> float:

@@ -21,7 +21,7 @@ import bisect
 import heapq
 from typing import Callable
 
-from .base import (NETWORK_TOLERANCE, NO_LIMIT, Broker, Cluster, Goal, Replica, Selection,
+from kafkactl.planner.goals.base import (NETWORK_TOLERANCE, NO_LIMIT, Broker, Cluster, Goal, Replica, Selection,
                    queues_by_media, ratio)
 
 SWAP_BROKERS = 3        # brokers under target tried per candidate, least loaded first

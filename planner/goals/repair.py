@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media, same_broker_first
-from .disk import fill_level
+from kafkactl.planner.goals.base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media, same_broker_first
+from kafkactl.planner.goals.disk import fill_level
 
 # the replica view's flags (see optimizer.py)
 MUST_LEAVE = "NOT eligible OR rack_violation"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media
+from kafkactl.planner.goals.base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media
 
 
 def topic_share(topic_replicas: int, brokers: int) -> int:

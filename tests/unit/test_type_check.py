@@ -29,3 +29,11 @@ def test_the_link_tree_maps_each_source_folder():
     for folder in ("cli", "cluster", "planner"):
         link = ROOT / "links" / "kafkactl" / folder
         assert link.is_symlink() and link.resolve() == ROOT / folder
+
+
+def test_one_import_style_absolute_kafkactl_names():
+    relative = [f"{path.relative_to(ROOT)}:{number}"
+                for folder in ("cli", "cluster", "planner") for path in sorted((ROOT / folder).rglob("*.py"))
+                for number, line in enumerate(path.read_text().splitlines(), 1)
+                if re.match(r"\s*from \.+[\w.]* *import ", line)]
+    assert not relative, "relative imports (write `from kafkactl.… import …`): " + ", ".join(relative)
