@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import datetime
 import time
+from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.fetch_session import FetchContext, FetchTarget
+from kafkactl.cluster.broker.handlers.services import not_hosted_error
 from kafkactl.cluster.protocol import fetch_response
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import new_placeholder, response_class, splice_records
@@ -76,6 +78,7 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
         generation = replica_manager.follower_generation if follower else replica_manager.data_generation
         context.more_targets()   # after the generation: a later change wakes the wait below
         reads, total_bytes = _read_all(replica_manager, context.targets, response_max_bytes, replica_id)
+        reads = [(topic, index, _not_hosted(services, topic, index, result)) for topic, index, result in reads]
         has_error = any(r.error != ErrorCode.none for _, _, r in reads)
         remaining = deadline - time.monotonic()
         if (total_bytes >= request.min_bytes or has_error or remaining <= 0
@@ -84,6 +87,12 @@ def _long_poll(services, header, request, context: FetchContext, replica_id: int
         # Nothing new until the deadline: what was read is the answer.
         if not replica_manager.wait_for_data(remaining, generation, follower):
             return _response(header, reads, context, count_bytes_out)
+
+
+def _not_hosted(services, topic: str, index: int, result):
+    if result.error != ErrorCode.unknown_topic_or_partition:
+        return result
+    return replace(result, error=not_hosted_error(services, topic, index))
 
 
 def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica_id: int, now_ms: int,

@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from kafkactl.cluster.broker.replica_manager import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
+from kafkactl.cluster.broker.handlers.services import not_hosted_error
 
 DEBUGGING_REPLICA_ID = -2
 
@@ -40,6 +41,8 @@ def handle(services, header, request):
                 error, offset, timestamp = replica_manager.offset_for(
                     topic.name, partition.partition_index, partition.timestamp, epoch_check
                 )
+            if error == ErrorCode.unknown_topic_or_partition:
+                error = not_hosted_error(services, topic.name, partition.partition_index)
             local = replica_manager.get(topic.name, partition.partition_index)
             partitions.append(answer(partition.partition_index, error, timestamp, offset,
                                      local.leader_epoch if local is not None else -1))
@@ -123,6 +126,8 @@ def _offsets_v0(services, topic: str, partition, replica_id: int) -> tuple[Error
                                                    LATEST_TIMESTAMP, -1)
     else:
         error, high_watermark, _ = replica_manager.offset_for(topic, partition.partition_index, LATEST_TIMESTAMP, -1)
+    if error == ErrorCode.unknown_topic_or_partition:
+        error = not_hosted_error(services, topic, partition.partition_index)
     if error != ErrorCode.none:
         return error, []
     log_ = replica_manager.get(topic, partition.partition_index).log

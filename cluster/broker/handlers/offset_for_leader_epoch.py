@@ -23,6 +23,7 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.broker.handlers.services import not_hosted_error
 from kafkactl.cluster.protocol.apis import OFFSET_FOR_LEADER_EPOCH
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
@@ -50,12 +51,6 @@ def _end_offset(services, topic: str, partition) -> tuple[ErrorCode, int, int]:
     current_leader_epoch = getattr(partition, "current_leader_epoch", -1)   # v2+
     error, epoch, end_offset = services.replica_manager.end_offset_for_epoch(
         topic, partition.partition, current_leader_epoch, partition.leader_epoch)
-    if error == ErrorCode.unknown_topic_or_partition and _known(services, topic, partition.partition):
-        # Assigned elsewhere: the client should look for the leader, not give up.
-        error = ErrorCode.not_leader_or_follower
+    if error == ErrorCode.unknown_topic_or_partition:
+        error = not_hosted_error(services, topic, partition.partition)
     return error, epoch, end_offset
-
-
-def _known(services, topic: str, index: int) -> bool:
-    known = services.metadata.snapshot.topics.get(topic)
-    return known is not None and index in known.assignment.partitions

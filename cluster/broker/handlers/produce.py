@@ -29,6 +29,7 @@ import time
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.replica_manager import AppendResult
+from kafkactl.cluster.broker.handlers.services import not_hosted_error
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.framing import FrameError
@@ -105,10 +106,7 @@ class PendingCommit:
 def _append(services, topic: str, index: int, records, acks: int) -> AppendResult:
     replica_manager = services.replica_manager
     if replica_manager.get(topic, index) is None:
-        known = services.metadata.snapshot.topics.get(topic)
-        if known is not None and index in known.assignment.partitions:
-            return AppendResult(ErrorCode.not_leader_or_follower)
-        return AppendResult(ErrorCode.unknown_topic_or_partition)
+        return AppendResult(not_hosted_error(services, topic, index))
     if not records:
         return AppendResult(ErrorCode.corrupt_message, message="no record batch")
     batches = count_batches(records)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kio.schema.errors import ErrorCode
+
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.metadata import MetadataCache
@@ -25,3 +27,15 @@ class BrokerServices:
     # The dynamic broker config in effect (dynamic_config.Resolved), replaced
     # whole by the zk-agent thread when it changes; None until first read.
     dynamic: object | None = None
+
+
+def not_hosted_error(services: BrokerServices, topic: str, index: int) -> ErrorCode:
+    """The error for a partition this broker does not host, as Kafka answers
+    it: NOT_LEADER_OR_FOLLOWER when the cluster knows the partition (it lives
+    on other brokers, or moved away a moment ago: clients refresh their
+    metadata and retry), UNKNOWN_TOPIC_OR_PARTITION only when it does not
+    exist. Consumers treat the second as final (kcat -e exits on it)."""
+    known = services.metadata.snapshot.topics.get(topic)
+    if known is not None and index in known.assignment.partitions:
+        return ErrorCode.not_leader_or_follower
+    return ErrorCode.unknown_topic_or_partition
