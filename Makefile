@@ -33,8 +33,10 @@ $(STAMP): pyproject.toml cluster/protocol/_record_check.c
 demo: setup
 	@bash scripts/demo.sh
 
+# Two workers on this 2-core machine: most integration tests wait on processes
+# and sockets; tests/conftest.py keeps each file, and all Spark tests, together.
 test: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit
