@@ -357,6 +357,22 @@ def same_broker_first(cluster: Cluster, rep: Replica, media: str,
     return None
 
 
+def least_follower(cluster: Cluster, rep: Replica, accept: Callable[[int], bool],
+                   rank: Callable[[Broker], tuple | None]) -> int | None:
+    """The index of the follower that should lead instead (a goal's choose_leader):
+    of the followers `rank` does not rule out (None) and `accept` takes, the
+    one with the lowest rank. A rank ends with the broker id, so ties break
+    the same way on every run."""
+    best = None
+    for index in range(1, len(rep.brokers)):
+        key = rank(cluster.brokers[rep.brokers[index]])
+        if key is None or not accept(index):
+            continue
+        if best is None or key < best[0]:
+            best = (key, index)
+    return None if best is None else best[1]
+
+
 class Goal:
     """A soft goal (or the repair of the hard constraints); see the module doc."""
     name = ""

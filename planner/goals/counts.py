@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from kafkactl.planner.goals.base import COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, queues_by_media
+from kafkactl.planner.goals.base import (COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, least_follower,
+                                          queues_by_media)
 
 
 def count_limit(mean: float) -> int:
@@ -86,16 +87,12 @@ class Counts(Goal):
 
     def choose_leader(self, cluster, rep, selection, accept):
         source = cluster.brokers[rep.brokers[0]].leaders
-        best = None
-        for index in range(1, len(rep.brokers)):
-            b = cluster.brokers[rep.brokers[index]]
-            if (not b.eligible or b.leaders + 1 >= source or b.leaders + 1 > self.leader_limit
-                    or not accept(index)):
-                continue
-            rank = (b.leaders, b.broker_id)
-            if best is None or rank < best[0]:
-                best = (rank, index)
-        return None if best is None else best[1]
+
+        def rank(b):
+            if not b.eligible or b.leaders + 1 >= source or b.leaders + 1 > self.leader_limit:
+                return None
+            return (b.leaders, b.broker_id)
+        return least_follower(cluster, rep, accept, rank)
 
     def landed(self, cluster, broker_ids):
         for queue in self.queues.values():

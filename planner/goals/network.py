@@ -22,7 +22,7 @@ import heapq
 from typing import Callable
 
 from kafkactl.planner.goals.base import (NETWORK_TOLERANCE, NO_LIMIT, Broker, Cluster, Goal, Replica, Selection,
-                   queues_by_media, ratio)
+                                          least_follower, queues_by_media, ratio)
 
 SWAP_BROKERS = 3        # brokers under target tried per candidate, least loaded first
 SWAP_PARTNERS = 4       # pool replicas tried per broker, nearest in size on each side
@@ -123,16 +123,13 @@ class Network(Goal):
 
     def choose_leader(self, cluster, rep, selection, accept):
         limit = 1 + NETWORK_TOLERANCE / 2
-        best = None
-        for index in range(1, len(rep.brokers)):
-            b = cluster.brokers[rep.brokers[index]]
+
+        def rank(b):
             after = b.bytes_out + rep.bytes_out
-            if not b.eligible or after > self.out_targets[b.broker_id] * limit or not accept(index):
-                continue
-            rank = (ratio(after, self.out_targets[b.broker_id]), b.broker_id)
-            if best is None or rank < best[0]:
-                best = (rank, index)
-        return None if best is None else best[1]
+            if not b.eligible or after > self.out_targets[b.broker_id] * limit:
+                return None
+            return (ratio(after, self.out_targets[b.broker_id]), b.broker_id)
+        return least_follower(cluster, rep, accept, rank)
 
     def landed(self, cluster, broker_ids):
         for queue in self.queues.values():

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkactl.planner.goals.base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media, same_broker_first
+from kafkactl.planner.goals.base import (NO_LIMIT, Cluster, Goal, Selection, least_follower, queues_by_media,
+                                          same_broker_first)
 from kafkactl.planner.goals.disk import fill_level
 
 # the replica view's flags (see optimizer.py)
@@ -172,15 +173,8 @@ class Repair(Goal):
         return None
 
     def choose_leader(self, cluster, rep, selection, accept):
-        best = None
-        for index in range(1, len(rep.brokers)):
-            b = cluster.brokers[rep.brokers[index]]
-            if not accept(index):
-                continue
-            rank = (b.bytes_out / max(b.out_capacity, 1), b.broker_id)
-            if best is None or rank < best[0]:
-                best = (rank, index)
-        return None if best is None else best[1]
+        return least_follower(cluster, rep, accept,
+                              lambda b: (b.bytes_out / max(b.out_capacity, 1), b.broker_id))
 
     def landed(self, cluster, broker_ids):
         for queue in self.queues.values():

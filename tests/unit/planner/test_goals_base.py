@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
 
 from goal_fixtures import cluster, replica
 
-from kafkactl.planner.goals.base import DestinationQueue
+from kafkactl.planner.goals.base import DestinationQueue, least_follower
 from kafkactl.planner.options import PlannerOptions
 
 
@@ -92,3 +92,19 @@ def test_queue_gives_the_lowest_accepted_dir_and_stays_fresh():
     queue.touch([2])
     assert queue.pick(lambda i: True) == 5
     assert queue.pick(lambda i: False) is None
+
+
+def test_the_follower_to_lead_is_the_least_ranked_one_accepted():
+    c = cluster()
+    rep = replica(index=0, brokers=(1, 2, 3), dirs=(1, 3, 5))
+    c.brokers[2].leaders, c.brokers[3].leaders = 4, 2
+
+    def by_leaders(b):
+        return (b.leaders, b.broker_id)
+    assert least_follower(c, rep, lambda index: True, by_leaders) == 2       # broker 3
+    assert least_follower(c, rep, lambda index: index != 2, by_leaders) == 1
+    assert least_follower(c, rep, lambda index: True,
+                          lambda b: None if b.broker_id == 3 else by_leaders(b)) == 1
+    assert least_follower(c, rep, lambda index: False, by_leaders) is None
+    c.brokers[2].leaders = 2                                                  # a tie: the lower broker id
+    assert least_follower(c, rep, lambda index: True, by_leaders) == 1
