@@ -3,10 +3,11 @@
 Kafka 4.0 removed LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) and
 ControlledShutdown (7) with ZooKeeper mode, so kio, generated from Kafka
 4.x's message schemas, has no classes for them. These are written by hand in
-kio's conventions (frozen dataclasses with `__type__`, `__version__`,
-`__flexible__`, `__api_key__`, `__header_schema__` and a `kafka_type` per
-field), so kio's `entity_reader` / `entity_writer` serialize them like its
-own classes. Field order is wire order.
+kio's conventions (frozen dataclasses with a `kafka_type` per field, and
+kio's class attributes `__type__`, `__version__`, `__flexible__`,
+`__api_key__` and `__header_schema__`, set by the bases of kio_entity.py from
+the API version each class names), so kio's `entity_reader` / `entity_writer`
+serialize them like its own classes. Field order is wire order.
 
 One version of each, the last ZooKeeper-mode version before the KRaft
 migration fields (`IsKRaftController`) were added; all four are flexible, so
@@ -25,14 +26,12 @@ time and needs real types, not strings.
 
 import uuid
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v2.header import RequestHeader
-from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import BrokerId, TopicName
-from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
+
+from kafkactl.cluster.protocol.kio_entity import ApiVersion, Request, RequestPart, Response, ResponsePart
 
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5
@@ -40,12 +39,12 @@ UPDATE_METADATA = 6
 CONTROLLED_SHUTDOWN = 7
 
 # The one version of each control API that this project speaks.
-VERSIONS: dict[int, int] = {
-    LEADER_AND_ISR: 6,
-    STOP_REPLICA: 3,
-    UPDATE_METADATA: 7,
-    CONTROLLED_SHUTDOWN: 3,
-}
+LEADER_AND_ISR_V6 = ApiVersion(LEADER_AND_ISR, 6, flexible=True)
+STOP_REPLICA_V3 = ApiVersion(STOP_REPLICA, 3, flexible=True)
+UPDATE_METADATA_V7 = ApiVersion(UPDATE_METADATA, 7, flexible=True)
+CONTROLLED_SHUTDOWN_V3 = ApiVersion(CONTROLLED_SHUTDOWN, 3, flexible=True)
+VERSIONS: dict[int, int] = {api.api_key: api.version for api in (
+    LEADER_AND_ISR_V6, STOP_REPLICA_V3, UPDATE_METADATA_V7, CONTROLLED_SHUTDOWN_V3)}
 
 # LeaderAndIsr `Type` (KIP-516): whether the request lists every partition.
 LEADER_AND_ISR_TYPE_INCREMENTAL = 0
@@ -94,12 +93,7 @@ def _error_code():
 # --- LeaderAndIsr (4) v6 ------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class LeaderAndIsrPartitionState(RequestPart, api=LEADER_AND_ISR_V6):
     partition_index: i32 = field(metadata=_int32())
     controller_epoch: i32 = field(metadata=_int32())
     leader: BrokerId = field(metadata=_int32())
@@ -115,12 +109,7 @@ class LeaderAndIsrPartitionState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class LeaderAndIsrTopicState(RequestPart, api=LEADER_AND_ISR_V6):
     topic_name: TopicName = field(metadata=_string())
     topic_id: uuid.UUID | None = field(metadata=_uuid(), default=None)
     """None is the zero uuid (kio's convention): no topic id known."""
@@ -128,24 +117,14 @@ class LeaderAndIsrTopicState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrLiveLeader:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class LeaderAndIsrLiveLeader(RequestPart, api=LEADER_AND_ISR_V6):
     broker_id: BrokerId = field(metadata=_int32())
     host_name: str = field(metadata=_string())
     port: i32 = field(metadata=_int32())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class LeaderAndIsrRequest(Request, api=LEADER_AND_ISR_V6):
     controller_id: BrokerId = field(metadata=_int32())
     controller_epoch: i32 = field(metadata=_int32())
     broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
@@ -155,35 +134,20 @@ class LeaderAndIsrRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrPartitionError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class LeaderAndIsrPartitionError(ResponsePart, api=LEADER_AND_ISR_V6):
     partition_index: i32 = field(metadata=_int32())
     error_code: ErrorCode = field(metadata=_error_code())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrTopicError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class LeaderAndIsrTopicError(ResponsePart, api=LEADER_AND_ISR_V6):
     topic_id: uuid.UUID | None = field(metadata=_uuid(), default=None)
     """None is the zero uuid (kio's convention): no topic id known."""
     partition_errors: tuple[LeaderAndIsrPartitionError, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderAndIsrResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class LeaderAndIsrResponse(Response, api=LEADER_AND_ISR_V6):
     error_code: ErrorCode = field(metadata=_error_code())
     topics: tuple[LeaderAndIsrTopicError, ...]
 
@@ -191,35 +155,20 @@ class LeaderAndIsrResponse:
 # --- StopReplica (5) v3 -------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StopReplicaPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class StopReplicaPartitionState(RequestPart, api=STOP_REPLICA_V3):
     partition_index: i32 = field(metadata=_int32())
     leader_epoch: i32 = field(metadata=_int32(), default=i32(NO_EPOCH))
     delete_partition: bool = field(metadata=_bool())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StopReplicaTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class StopReplicaTopicState(RequestPart, api=STOP_REPLICA_V3):
     topic_name: TopicName = field(metadata=_string())
     partition_states: tuple[StopReplicaPartitionState, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StopReplicaRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class StopReplicaRequest(Request, api=STOP_REPLICA_V3):
     controller_id: BrokerId = field(metadata=_int32())
     controller_epoch: i32 = field(metadata=_int32())
     broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
@@ -227,24 +176,14 @@ class StopReplicaRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StopReplicaPartitionError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class StopReplicaPartitionError(ResponsePart, api=STOP_REPLICA_V3):
     topic_name: TopicName = field(metadata=_string())
     partition_index: i32 = field(metadata=_int32())
     error_code: ErrorCode = field(metadata=_error_code())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StopReplicaResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class StopReplicaResponse(Response, api=STOP_REPLICA_V3):
     error_code: ErrorCode = field(metadata=_error_code())
     partition_errors: tuple[StopReplicaPartitionError, ...]
 
@@ -252,12 +191,7 @@ class StopReplicaResponse:
 # --- UpdateMetadata (6) v7 ----------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateMetadataPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class UpdateMetadataPartitionState(RequestPart, api=UPDATE_METADATA_V7):
     partition_index: i32 = field(metadata=_int32())
     controller_epoch: i32 = field(metadata=_int32())
     leader: BrokerId = field(metadata=_int32())
@@ -269,12 +203,7 @@ class UpdateMetadataPartitionState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateMetadataTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class UpdateMetadataTopicState(RequestPart, api=UPDATE_METADATA_V7):
     topic_name: TopicName = field(metadata=_string())
     topic_id: uuid.UUID | None = field(metadata=_uuid(), default=None)
     """None is the zero uuid (kio's convention): no topic id known."""
@@ -282,12 +211,7 @@ class UpdateMetadataTopicState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateMetadataEndpoint:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class UpdateMetadataEndpoint(RequestPart, api=UPDATE_METADATA_V7):
     port: i32 = field(metadata=_int32())
     host: str = field(metadata=_string())
     listener: str = field(metadata=_string())
@@ -295,24 +219,14 @@ class UpdateMetadataEndpoint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateMetadataBroker:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class UpdateMetadataBroker(RequestPart, api=UPDATE_METADATA_V7):
     id: BrokerId = field(metadata=_int32())
     endpoints: tuple[UpdateMetadataEndpoint, ...]
     rack: str | None = field(metadata=_string(), default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateMetadataRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class UpdateMetadataRequest(Request, api=UPDATE_METADATA_V7):
     controller_id: BrokerId = field(metadata=_int32())
     controller_epoch: i32 = field(metadata=_int32())
     broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
@@ -321,46 +235,26 @@ class UpdateMetadataRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateMetadataResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class UpdateMetadataResponse(Response, api=UPDATE_METADATA_V7):
     error_code: ErrorCode = field(metadata=_error_code())
 
 
 # --- ControlledShutdown (7) v3 ------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class ControlledShutdownRequest(Request, api=CONTROLLED_SHUTDOWN_V3):
     broker_id: BrokerId = field(metadata=_int32())
     broker_epoch: i64 = field(metadata=_int64(), default=i64(-1))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RemainingPartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class RemainingPartition(ResponsePart, api=CONTROLLED_SHUTDOWN_V3):
     topic_name: TopicName = field(metadata=_string())
     partition_index: i32 = field(metadata=_int32())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class ControlledShutdownResponse(Response, api=CONTROLLED_SHUTDOWN_V3):
     error_code: ErrorCode = field(metadata=_error_code())
     remaining_partitions: tuple[RemainingPartition, ...]
 

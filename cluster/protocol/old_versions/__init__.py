@@ -2,10 +2,12 @@
 
 Tools of the ZooKeeper era still send them (docs/architecture.md, "Old
 request versions", has the audit). Written in kio's conventions (frozen
-dataclasses with `__type__`, `__version__`, `__flexible__`, `__api_key__`,
-`__header_schema__` and a `kafka_type` per field; field order is wire
-order), so kio's reader and writer serialize them like its own classes and
-protocol/bounds.py checks their lengths like any other request. One module
+dataclasses with a `kafka_type` per field, field order wire order, and kio's
+class attributes `__type__`, `__version__`, `__flexible__`, `__api_key__`
+and `__header_schema__`, set by the bases of protocol/kio_entity.py from the
+API version each class names), so kio's reader and writer serialize them
+like its own classes and protocol/bounds.py checks their lengths like any
+other request. One module
 per API version, as in kio, because handlers look nested classes up by name
 in the response class's module (protocol/build.py).
 

@@ -6,24 +6,18 @@ No `from __future__ import annotations`: kio reads field types at run time.
 """
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.schema.response_header.v0.header import ResponseHeader
-from kio.static.constants import EntityType
-from kio.static.primitive import i8, i16, i32Timedelta
+from kio.static.primitive import i8, i32Timedelta
+
+from kafkactl.cluster.protocol.kio_entity import ApiVersion, Request, RequestPart, Response, ResponsePart
 
 DESCRIBE_CONFIGS = 32
+DESCRIBE_CONFIGS_V0 = ApiVersion(DESCRIBE_CONFIGS, 0, flexible=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeConfigsResource:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_CONFIGS)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class DescribeConfigsResource(RequestPart, api=DESCRIBE_CONFIGS_V0):
     resource_type: i8 = field(metadata={"kafka_type": "int8"})
     resource_name: str = field(metadata={"kafka_type": "string"})
     configuration_keys: tuple[str, ...] | None = field(metadata={"kafka_type": "string"})
@@ -31,22 +25,12 @@ class DescribeConfigsResource:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeConfigsRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_CONFIGS)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class DescribeConfigsRequest(Request, api=DESCRIBE_CONFIGS_V0):
     resources: tuple[DescribeConfigsResource, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeConfigsResourceResult:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_CONFIGS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class DescribeConfigsResourceResult(ResponsePart, api=DESCRIBE_CONFIGS_V0):
     name: str = field(metadata={"kafka_type": "string"})
     value: str | None = field(metadata={"kafka_type": "string"})
     read_only: bool = field(metadata={"kafka_type": "bool"})
@@ -55,12 +39,7 @@ class DescribeConfigsResourceResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeConfigsResult:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_CONFIGS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class DescribeConfigsResult(ResponsePart, api=DESCRIBE_CONFIGS_V0):
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     error_message: str | None = field(metadata={"kafka_type": "string"})
     resource_type: i8 = field(metadata={"kafka_type": "int8"})
@@ -69,11 +48,6 @@ class DescribeConfigsResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeConfigsResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_CONFIGS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class DescribeConfigsResponse(Response, api=DESCRIBE_CONFIGS_V0):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     results: tuple[DescribeConfigsResult, ...]

@@ -8,48 +8,32 @@ No `from __future__ import annotations`: kio reads field types at run time.
 """
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.schema.response_header.v0.header import ResponseHeader
 from kio.schema.types import BrokerId, TopicName
-from kio.static.constants import EntityType
-from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
+from kio.static.primitive import Records, i32, i32Timedelta, i64
+
+from kafkactl.cluster.protocol.kio_entity import ApiVersion, Request, RequestPart, Response, ResponsePart
 
 FETCH = 1
+FETCH_V0 = ApiVersion(FETCH, 0, flexible=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchPartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class FetchPartition(RequestPart, api=FETCH_V0):
     partition: i32 = field(metadata={"kafka_type": "int32"})
     fetch_offset: i64 = field(metadata={"kafka_type": "int64"})
     partition_max_bytes: i32 = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class FetchTopic(RequestPart, api=FETCH_V0):
     topic: TopicName = field(metadata={"kafka_type": "string"})
     partitions: tuple[FetchPartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class FetchRequest(Request, api=FETCH_V0):
     replica_id: BrokerId = field(metadata={"kafka_type": "int32"})
     max_wait: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     min_bytes: i32 = field(metadata={"kafka_type": "int32"})
@@ -57,12 +41,7 @@ class FetchRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionData:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class PartitionData(ResponsePart, api=FETCH_V0):
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     high_watermark: i64 = field(metadata={"kafka_type": "int64"})
@@ -70,21 +49,11 @@ class PartitionData:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchableTopicResponse:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class FetchableTopicResponse(ResponsePart, api=FETCH_V0):
     topic: TopicName = field(metadata={"kafka_type": "string"})
     partitions: tuple[PartitionData, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class FetchResponse(Response, api=FETCH_V0):
     responses: tuple[FetchableTopicResponse, ...]

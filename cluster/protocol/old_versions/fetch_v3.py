@@ -6,25 +6,19 @@ No `from __future__ import annotations`: kio reads field types at run time.
 """
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from kio.schema.request_header.v1.header import RequestHeader
 from kio.schema.types import BrokerId
-from kio.static.constants import EntityType
-from kio.static.primitive import i16, i32, i32Timedelta
+from kio.static.primitive import i32, i32Timedelta
 
+from kafkactl.cluster.protocol.kio_entity import ApiVersion, Request
 from kafkactl.cluster.protocol.old_versions.fetch_v0 import FetchTopic
 
 FETCH = 1
+FETCH_V3 = ApiVersion(FETCH, 3, flexible=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(FETCH)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class FetchRequest(Request, api=FETCH_V3):
     replica_id: BrokerId = field(metadata={"kafka_type": "int32"})
     max_wait: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     min_bytes: i32 = field(metadata={"kafka_type": "int32"})

@@ -7,25 +7,19 @@ No `from __future__ import annotations`: kio reads field types at run time.
 """
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.schema.response_header.v0.header import ResponseHeader
 from kio.schema.types import BrokerId, TopicName
-from kio.static.constants import EntityType
-from kio.static.primitive import i16, i32, i64
+from kio.static.primitive import i32, i64
+
+from kafkactl.cluster.protocol.kio_entity import ApiVersion, Request, RequestPart, Response, ResponsePart
 
 LIST_OFFSETS = 2
+LIST_OFFSETS_V0 = ApiVersion(LIST_OFFSETS, 0, flexible=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListOffsetsPartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(LIST_OFFSETS)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class ListOffsetsPartition(RequestPart, api=LIST_OFFSETS_V0):
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     timestamp: i64 = field(metadata={"kafka_type": "int64"})
     """-1 latest, -2 earliest, else offsets of segments last modified before it."""
@@ -33,56 +27,31 @@ class ListOffsetsPartition:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListOffsetsTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(LIST_OFFSETS)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class ListOffsetsTopic(RequestPart, api=LIST_OFFSETS_V0):
     name: TopicName = field(metadata={"kafka_type": "string"})
     partitions: tuple[ListOffsetsPartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListOffsetsRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(LIST_OFFSETS)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class ListOffsetsRequest(Request, api=LIST_OFFSETS_V0):
     replica_id: BrokerId = field(metadata={"kafka_type": "int32"})
     topics: tuple[ListOffsetsTopic, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListOffsetsPartitionResponse:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(LIST_OFFSETS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class ListOffsetsPartitionResponse(ResponsePart, api=LIST_OFFSETS_V0):
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     old_style_offsets: tuple[i64, ...] = field(metadata={"kafka_type": "int64"}, default=())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListOffsetsTopicResponse:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(LIST_OFFSETS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class ListOffsetsTopicResponse(ResponsePart, api=LIST_OFFSETS_V0):
     name: TopicName = field(metadata={"kafka_type": "string"})
     partitions: tuple[ListOffsetsPartitionResponse, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListOffsetsResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(LIST_OFFSETS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class ListOffsetsResponse(Response, api=LIST_OFFSETS_V0):
     topics: tuple[ListOffsetsTopicResponse, ...]
 
