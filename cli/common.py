@@ -65,5 +65,4 @@ def zookeeper(ctx: typer.Context):
     try:
         yield client
     finally:
-        client.stop()
-        client.close()
+        zk_client.close(client)

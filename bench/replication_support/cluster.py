@@ -42,16 +42,17 @@ class BenchCluster:
         self.zk = None
         self.status = self.cluster.up(brokers=3, overrides={**BASE_OVERRIDES, **overrides},
                                       timeout_s=timeout_s)
-        from kazoo.client import KazooClient
+        from kafkactl.cluster.zk import client as zk_client
 
-        self.zk = KazooClient(hosts=self.status.zookeeper_connect, timeout=10.0)
-        self.zk.start(timeout=ZK_TIMEOUT_S)
+        self.zk = zk_client.connect(self.status.zookeeper_connect, session_timeout_ms=10_000,
+                                    connection_timeout_ms=int(ZK_TIMEOUT_S * 1000))
 
     def close(self) -> None:
+        from kafkactl.cluster.zk import client as zk_client
+
         try:
             if self.zk is not None:
-                self.zk.stop()
-                self.zk.close()
+                zk_client.close(self.zk)
         finally:
             self.cluster.down(purge=True)
 

@@ -30,7 +30,6 @@ from kafkactl.cluster.local.files import atomic_write_text
 from kafkactl.cluster.local.ports import free_loopback_ports, port_in_use
 from kafkactl.cluster.local.procs import Proc
 from kafkactl.cluster.local.state import BrokerSpec, ClusterSpec, Layout
-from kafkactl.cluster.local.zkclient import registered_broker_ids, zk_session
 from kafkactl.cluster.local.zookeeper import ZooKeeperCommand, is_ok, wait_ready, zoo_cfg
 
 DEFAULT_BROKERS = 3
@@ -160,10 +159,14 @@ class LocalCluster:
             spec = self._load_or_create(brokers, overrides)
             self._write_configs(spec)
             self._ensure_zookeeper(spec, _remaining(deadline))
-            with zk_session(self._connect(spec), _remaining(deadline)) as client:
-                stale = self._stale_registrations(spec, client)
-                offsets = self._ensure_brokers(spec)
-                self._wait_registered(spec, client, stale, offsets, deadline, timeout_s)
+            from kafkactl.cluster.zk import client as zk_client  # kazoo: imported only when needed
+            try:
+                with zk_client.session(self._connect(spec), _remaining(deadline)) as client:
+                    stale = self._stale_registrations(spec, client)
+                    offsets = self._ensure_brokers(spec)
+                    self._wait_registered(spec, client, stale, offsets, deadline, timeout_s)
+            except zk_client.ZooKeeperUnavailable as error:   # from connecting: calls here time out otherwise
+                raise LocalClusterError(str(error)) from error
             return self._status(spec, registered=True)
 
     def status(self, check_registration: bool = True,
@@ -361,11 +364,20 @@ class LocalCluster:
     # ---- inspecting -------------------------------------------------------
 
     def _registered_ids(self, spec: ClusterSpec, timeout_s: float) -> set[int] | None:
+        """Ids under /brokers/ids (empty until the first broker creates the path);
+        None when ZooKeeper does not answer."""
+        from kazoo.exceptions import NoNodeError
+
+        from kafkactl.cluster.zk import client as zk_client
+
         try:
-            with zk_session(self._connect(spec), timeout_s) as client:
-                return registered_broker_ids(client, timeout_s)
+            with zk_client.session(self._connect(spec), timeout_s) as client:
+                children = client.get_children_async("/brokers/ids").get(timeout=timeout_s)
+        except NoNodeError:
+            return set()
         except Exception:  # status must still answer when ZooKeeper is sick
             return None
+        return {int(c) for c in children if c.isdigit()}
 
     def _status(self, spec: ClusterSpec, registered: set[int] | bool | None) -> ClusterStatus:
         zk_proc = self._zk_proc(spec)

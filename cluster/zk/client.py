@@ -1,20 +1,46 @@
-"""Connecting to ZooKeeper with bounded waits.
+"""Connecting to ZooKeeper with bounded waits: one policy for every client
+(the broker's, the controller's, the CLI's, the local cluster's).
 
-kazoo's synchronous calls wait as long as the connection lives; every call
-here goes through the asynchronous API with a deadline instead, so no thread
-can hang on ZooKeeper for longer than `operation_timeout_s`.
+- Connecting waits at most the connection timeout. The attempts within it
+  are bounded by that time, not by a count: a server that has just started
+  may drop the first few sessions, and giving up after N quick tries would
+  leave start() waiting out its whole timeout. They are 0.1 s apart at
+  first, backing off to 1 s. An address where nothing listens fails at once
+  (`refused_everywhere`).
+- A connection lost later is retried the same way for as long as the client
+  lives: a broker's session must outlive a ZooKeeper restart. What bounds a
+  caller is the timeout on every call: kazoo's synchronous calls wait as long
+  as the connection lives, so every call goes through the asynchronous API
+  with a deadline instead (`wait`, `BoundedZk`), and no thread hangs on
+  ZooKeeper for longer than that.
+- kazoo's own command retries (`client.retry`): 3 tries, about 0.1 s then
+  0.2 s apart.
+- kazoo logs connection trouble at WARNING under "kazoo". Failures reach
+  callers as exceptions (or session states), so a process that configured
+  no logging (the local cluster used from a script) stays silent instead of
+  falling through to logging's stderr last resort; where logging is
+  configured (the broker's log), kazoo's lines reach it as before.
+
+`connect` returns a started client for as long as the caller keeps it;
+`session` is one for the length of a with-block.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
 log = logging.getLogger(__name__)
+logging.getLogger("kazoo").addHandler(logging.NullHandler())
+
+CONNECTION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+COMMAND_RETRY = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
 
 class ZooKeeperUnavailable(RuntimeError):
@@ -60,12 +86,11 @@ def refused_everywhere(hosts: str, probe_timeout_s: float = 1.0) -> bool:
 def _start(hosts: str, session_timeout_ms: int, connection_timeout_ms: int, read_only: bool) -> KazooClient:
     if refused_everywhere(hosts, min(1.0, connection_timeout_ms / 1000)):
         raise ZooKeeperUnavailable(f"cannot connect to ZooKeeper at {hosts}: connection refused")
-    retry = dict(max_tries=3, delay=0.1, backoff=2, max_delay=2.0)
     client = KazooClient(
         hosts=hosts,
         timeout=session_timeout_ms / 1000,
-        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=2.0),
-        command_retry=KazooRetry(**retry),
+        connection_retry=KazooRetry(**CONNECTION_RETRY),
+        command_retry=KazooRetry(**COMMAND_RETRY),
         read_only=read_only,
     )
     try:
@@ -85,6 +110,18 @@ def _ensure_chroot(hosts: str, chroot: str, session_timeout_ms: int, connection_
     finally:
         client.stop()
         client.close()
+
+
+@contextmanager
+def session(connect_string: str, timeout_s: float, session_timeout_ms: int = 18000) -> Iterator[KazooClient]:
+    """A started client for the length of a with-block, closed on the way out;
+    ZooKeeperUnavailable when it cannot connect within `timeout_s`."""
+    client = connect(connect_string, session_timeout_ms=session_timeout_ms,
+                     connection_timeout_ms=max(int(timeout_s * 1000), 1))
+    try:
+        yield client
+    finally:
+        close(client)
 
 
 def wait(async_result, timeout_s: float):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kafkactl.cluster.local import LocalCluster
-from kafkactl.cluster.local.zkclient import zk_session
+from kafkactl.cluster.zk.client import session as zk_session
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 CLI_TIMEOUT_S = 180

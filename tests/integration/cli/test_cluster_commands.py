@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkactl.cluster.local.zkclient import zk_session
 from kafkactl.cluster.local.zookeeper import four_letter
+from kafkactl.cluster.zk.client import session as zk_session
 
 # The shortest session ZooKeeper grants (2 ticks): a killed broker's znode
 # then expires quickly, so a restart does not wait long for it.

@@ -21,8 +21,8 @@ import pytest
 from confluent_kafka import Producer
 
 from kafkactl.cluster.local import LocalCluster
-from kafkactl.cluster.local.zkclient import zk_session
 from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk.client import session as zk_session
 from waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"

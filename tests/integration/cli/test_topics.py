@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkactl.cluster.local import LocalCluster
-from kafkactl.cluster.local.zkclient import zk_session
+from kafkactl.cluster.zk.client import session as zk_session
 from waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkactl.cluster.local import LocalCluster
-from kafkactl.cluster.local.zkclient import zk_session
+from kafkactl.cluster.zk.client import session as zk_session
 from kafkactl.planner.fixtures import NETWORK_BYTES_PER_S
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
