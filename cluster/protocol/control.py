@@ -26,6 +26,7 @@ time and needs real types, not strings.
 
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
@@ -58,36 +59,15 @@ EPOCH_DURING_DELETE = -2    # topic deletion: stop regardless of the epoch
 SECURITY_PROTOCOL_PLAINTEXT = 0
 
 
-def _int8():
-    return {"kafka_type": "int8"}
-
-
-def _int16():
-    return {"kafka_type": "int16"}
-
-
-def _int32():
-    return {"kafka_type": "int32"}
-
-
-def _int64():
-    return {"kafka_type": "int64"}
-
-
-def _string():
-    return {"kafka_type": "string"}
-
-
-def _bool():
-    return {"kafka_type": "bool"}
-
-
-def _uuid():
-    return {"kafka_type": "uuid"}
-
-
-def _error_code():
-    return {"kafka_type": "error_code"}
+# Field metadata: the wire type kio reads and writes a field as (a new dict per call).
+_int8 = partial(dict, kafka_type="int8")
+_int16 = partial(dict, kafka_type="int16")
+_int32 = partial(dict, kafka_type="int32")
+_int64 = partial(dict, kafka_type="int64")
+_string = partial(dict, kafka_type="string")
+_bool = partial(dict, kafka_type="bool")
+_uuid = partial(dict, kafka_type="uuid")
+_error_code = partial(dict, kafka_type="error_code")
 
 
 # --- LeaderAndIsr (4) v6 ------------------------------------------------------
