@@ -19,7 +19,8 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from types import MappingProxyType
+from typing import Callable, Iterable, Mapping
 
 # Soft tolerances where PlannerOptions has none (Cruise Control keeps its
 # network and count goals within about 10 % of the average as well).
@@ -376,6 +377,8 @@ def least_follower(cluster: Cluster, rep: Replica, accept: Callable[[int], bool]
 class Goal:
     """A soft goal (or the repair of the hard constraints); see the module doc."""
     name = ""
+    # Its destination queues (queues_by_media), built in start_round.
+    queues: Mapping[str, DestinationQueue] = MappingProxyType({})
 
     def prepare(self, cluster: Cluster) -> None:
         """Once, before the goal's first round (e.g. to set targets)."""
@@ -398,7 +401,9 @@ class Goal:
         return None
 
     def landed(self, cluster: Cluster, broker_ids: Iterable[int]) -> None:
-        """Loads of these brokers changed (refresh queues)."""
+        """Loads of these brokers changed: their dirs' places in the queues are refreshed."""
+        for queue in self.queues.values():
+            queue.touch(broker_ids)
 
     def stuck(self, cluster: Cluster) -> bool:
         """A round placed nothing: True if the goal changed its aim and wants

@@ -94,10 +94,6 @@ class Counts(Goal):
             return (b.leaders, b.broker_id)
         return least_follower(cluster, rep, accept, rank)
 
-    def landed(self, cluster, broker_ids):
-        for queue in self.queues.values():
-            queue.touch(broker_ids)
-
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         b = cluster.brokers[cluster.dirs[to_dir].broker_id]
         return b.broker_id == rep.broker_id or b.replicas + 1 <= self.replica_limit

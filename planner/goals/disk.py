@@ -201,10 +201,6 @@ class Disk(Goal):
                 return chosen
         return None
 
-    def landed(self, cluster, broker_ids):
-        for queue in self.queues.values():
-            queue.touch(broker_ids)
-
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         """Same media class, the destination stays under its band's top and
         the source over its band's bottom."""

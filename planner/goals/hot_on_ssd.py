@@ -179,8 +179,7 @@ class HotOnSsd(Goal):
         return b.bytes_in + adding > self.in_targets.get(broker_id, 0.0) * (1 + NETWORK_TOLERANCE / 2)
 
     def landed(self, cluster, broker_ids):
-        for queue in self.queues.values():
-            queue.touch(broker_ids)
+        super().landed(cluster, broker_ids)
         self.cool.touch(broker_ids)
 
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:

@@ -131,10 +131,6 @@ class Network(Goal):
             return (ratio(after, self.out_targets[b.broker_id]), b.broker_id)
         return least_follower(cluster, rep, accept, rank)
 
-    def landed(self, cluster, broker_ids):
-        for queue in self.queues.values():
-            queue.touch(broker_ids)
-
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         b = cluster.brokers[cluster.dirs[to_dir].broker_id]
         if b.broker_id == rep.broker_id:

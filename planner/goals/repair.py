@@ -175,7 +175,3 @@ class Repair(Goal):
     def choose_leader(self, cluster, rep, selection, accept):
         return least_follower(cluster, rep, accept,
                               lambda b: (b.bytes_out / max(b.out_capacity, 1), b.broker_id))
-
-    def landed(self, cluster, broker_ids):
-        for queue in self.queues.values():
-            queue.touch(broker_ids)

@@ -83,7 +83,3 @@ class TopicSpread(Goal):
             # under their share are not known here, one more keeps them within
             self.added.add((rep.topic, cluster.dirs[chosen].broker_id))
         return chosen
-
-    def landed(self, cluster, broker_ids):
-        for queue in self.queues.values():
-            queue.touch(broker_ids)
