@@ -36,7 +36,7 @@ demo: setup
 # Two workers on this 2-core machine: most integration tests wait on processes
 # and sockets; tests/conftest.py keeps each file, and all Spark tests, together.
 test: setup
-	$(VENV)/bin/pytest -q -n 2 --dist loadgroup
+	$(VENV)/bin/pytest -q -n 2
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit
