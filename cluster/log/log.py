@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
-from kafkactl.cluster.log.checkpoint import TMP_SUFFIX, fsync_dir, fsync_file
 from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.durable import TMP_SUFFIX, fsync_dir, fsync_file, remove_if_present
 from kafkactl.cluster.log.errors import (
     CheckpointFormatError,
     LogClosedError,
@@ -233,10 +233,7 @@ class Log:
                        self.dir_path, base_offsets)
         for base_offset in base_offsets:
             for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                try:
-                    os.unlink(os.path.join(self.dir_path, segment_file_name(base_offset, suffix)))
-                except FileNotFoundError:
-                    pass
+                remove_if_present(os.path.join(self.dir_path, segment_file_name(base_offset, suffix)))
 
     def _load_epoch_cache(self, epoch_starts: list[EpochEntry]) -> None:
         path = os.path.join(self.dir_path, LEADER_EPOCH_CHECKPOINT)

@@ -45,10 +45,10 @@ from kafkactl.cluster.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
-    fsync_dir,
     remove_stale_tmp_files,
 )
 from kafkactl.cluster.log.config import NO_LIMIT, LogConfig
+from kafkactl.cluster.log.durable import create_marker, fsync_dir, remove_if_present
 from kafkactl.cluster.log.errors import (
     CheckpointFormatError,
     KafkaStorageError,
@@ -264,7 +264,7 @@ class LogManager:
             raise KafkaStorageError(
                 f"{topic}-{partition} exists in both {self._dir_of[topic_partition]} and {dir_path}")
         log_path = os.path.join(dir_path, partition_dir_name(topic, partition))
-        _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))   # left by a promotion
+        remove_if_present(os.path.join(log_path, FUTURE_COMPLETE_MARKER))   # left by a promotion
         log = Log.open(log_path, topic, partition, self._config_for(topic), self._clock_ms, recovery_point,
                        clean_shutdown, log_start_offset)
         self._logs[topic_partition] = self._watch(log)
@@ -274,7 +274,7 @@ class LogManager:
                          recovery_points: Mapping[TopicPartition, int],
                          log_start_offsets: Mapping[TopicPartition, int]) -> None:
         """A future log whose current log exists: resumed (the mover copies on from its end)."""
-        _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))   # complete only for that swap
+        remove_if_present(os.path.join(log_path, FUTURE_COMPLETE_MARKER))   # complete only for that swap
         log = Log.open(log_path, tp[0], tp[1], self._config_for(tp[0]), self._clock_ms,
                        recovery_points.get(tp, 0), clean_shutdown, log_start_offsets.get(tp))
         self._future_logs[tp] = self._watch(log)
@@ -300,9 +300,7 @@ class LogManager:
         for log_dir in self._dirs:
             if log_dir.path not in self._lock_files:
                 continue
-            with open(os.path.join(log_dir.path, CLEAN_SHUTDOWN_FILE), "wb") as marker:
-                os.fsync(marker.fileno())
-            fsync_dir(log_dir.path)
+            create_marker(os.path.join(log_dir.path, CLEAN_SHUTDOWN_FILE))
             os.close(self._lock_files.pop(log_dir.path))
         with self._lock:
             self._logs.clear()
@@ -491,7 +489,7 @@ class LogManager:
                       f"{topic}-{partition}: future log ends at {future.log_end_offset}, "
                       f"current at {current.log_end_offset}")
             future.flush()
-            _write_marker(os.path.join(future.dir_path, FUTURE_COMPLETE_MARKER))
+            create_marker(os.path.join(future.dir_path, FUTURE_COMPLETE_MARKER))
             _step(fault, "mark-complete")
             current.close()     # before the rename: closing writes by path; fetches keep their files
             retired_path = f"{current.dir_path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
@@ -502,7 +500,7 @@ class LogManager:
             os.rename(future.dir_path, log_path)
             fsync_dir(target_dir)
             _step(fault, "promote-future")
-            _remove_file(os.path.join(log_path, FUTURE_COMPLETE_MARKER))
+            remove_if_present(os.path.join(log_path, FUTURE_COMPLETE_MARKER))
             # The future log stays open under its new name: no reopen, so no
             # rescan of the active segment while appends wait.
             future.relocate(log_path)
@@ -666,19 +664,6 @@ class LogManager:
 def _step(fault: Callable[[str], None] | None, name: str) -> None:
     if fault is not None:
         fault(name)
-
-
-def _write_marker(path: str) -> None:
-    with open(path, "wb") as marker:
-        os.fsync(marker.fileno())
-    fsync_dir(os.path.dirname(path))
-
-
-def _remove_file(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _discard_dir(path: str) -> None:
