@@ -4,7 +4,7 @@ Every checkpoint is text: line 1 the format version (`0`), line 2 the entry
 count, then one entry per line with space-separated fields. Offset
 checkpoints (`replication-offset-checkpoint`,
 `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, one per
-log dir) hold `topic partition offset`; the leader-epoch
+log dir, named in layout.py) hold `topic partition offset`; the leader-epoch
 checkpoint reuses the same frame with `epoch startOffset` entries.
 
 A write goes to `<name>.tmp`, is fsynced, renamed over the file, and the
@@ -25,9 +25,6 @@ from kafkactl.cluster.log.durable import TMP_SUFFIX, remove_if_present, write_at
 from kafkactl.cluster.log.errors import CheckpointFormatError
 
 CHECKPOINT_VERSION = 0
-REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 Entry = TypeVar("Entry")
 TopicPartition = tuple[str, int]
