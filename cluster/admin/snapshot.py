@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkactl.cluster.log.durable import fsync_dir
+
 BROKERS_FILE = "brokers.jsonl"
 LOG_DIRS_FILE = "log_dirs.jsonl"
 PARTITIONS_FILE = "partitions.jsonl"
@@ -499,7 +501,7 @@ def write_snapshot(snapshot: Snapshot, out_dir: str | os.PathLike) -> Path:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    _fsync_dir(out.parent)
+    fsync_dir(out.parent)
     return out
 
 
@@ -509,11 +511,3 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
             file.write(json.dumps(row, ensure_ascii=False) + "\n")
         file.flush()
         os.fsync(file.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

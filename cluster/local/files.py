@@ -4,6 +4,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from kafkactl.cluster.log.durable import fsync_dir
+
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     """Replace path with text so readers see the old or the new file, never half.
@@ -25,8 +27,4 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_dir(path.parent)

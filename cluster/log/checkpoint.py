@@ -4,13 +4,15 @@ Every checkpoint is text: line 1 the format version (`0`), line 2 the entry
 count, then one entry per line with space-separated fields. Offset
 checkpoints (`replication-offset-checkpoint`,
 `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, one per
-log dir) hold `topic partition offset`; the leader-epoch checkpoint reuses
-the same frame with `epoch startOffset` entries.
+log dir, named in layout.py) hold `topic partition offset`; the leader-epoch
+checkpoint reuses the same frame with `epoch startOffset` entries.
 
 A write goes to `<name>.tmp`, is fsynced, renamed over the file, and the
-directory is fsynced, so a crash leaves either the old or the new file. A
-caller that can rebuild what a crash loses may write without the fsyncs and
-make the file durable later (`fsync_file`), off its critical path.
+directory is fsynced (durable.write_atomically), so a crash leaves either the
+old or the new file. A caller that can rebuild what a crash loses may write
+without the fsyncs and make the file durable later (durable.fsync_file), off
+its critical path. A read refuses anything off the format, naming the file
+and line (CheckpointFormatError); what a caller does then is its own rule.
 """
 
 from __future__ import annotations
@@ -19,49 +21,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
+from kafkactl.cluster.log.durable import TMP_SUFFIX, remove_if_present, write_atomically
 from kafkactl.cluster.log.errors import CheckpointFormatError
 
 CHECKPOINT_VERSION = 0
-REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-TMP_SUFFIX = ".tmp"
 
 Entry = TypeVar("Entry")
 TopicPartition = tuple[str, int]
-
-
-def fsync_dir(path: str) -> None:
-    """Make a rename or create in `path` durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: str) -> None:
-    """Make a file written without fsync durable, with its name."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
-
-
-def write_atomically(path: str, data: bytes, durable: bool = True) -> None:
-    """Replace `path` with `data` through a renamed temp file; with `durable`,
-    fsync the file before the rename and the directory after it."""
-    tmp_path = path + TMP_SUFFIX
-    with open(tmp_path, "wb") as file:
-        file.write(data)
-        file.flush()
-        if durable:
-            os.fsync(file.fileno())
-    os.replace(tmp_path, path)
-    if durable:
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def write_checkpoint(path: str, lines: list[str], durable: bool = True) -> None:
@@ -152,7 +118,4 @@ class OffsetCheckpointFile:
 def remove_stale_tmp_files(directory: str, names: Iterable[str]) -> None:
     """Delete `<name>.tmp` left by a crash during a checkpoint write."""
     for name in names:
-        try:
-            os.unlink(os.path.join(directory, name + TMP_SUFFIX))
-        except FileNotFoundError:
-            pass
+        remove_if_present(os.path.join(directory, name + TMP_SUFFIX))

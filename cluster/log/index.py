@@ -24,6 +24,7 @@ from bisect import bisect_right
 from typing import BinaryIO, NamedTuple
 
 from kafkactl.cluster.invariant import invariant
+from kafkactl.cluster.log.durable import fsync_path
 from kafkactl.cluster.log.errors import CorruptIndexError
 
 OFFSET_ENTRY_SIZE = 8
@@ -125,13 +126,9 @@ class IndexFile:
             os.fsync(self._file.fileno())
         else:
             try:
-                fd = os.open(self.path, os.O_RDONLY)
+                fsync_path(self.path)
             except FileNotFoundError:
                 return  # the segment or its log was deleted meanwhile
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
         self._dirty = False
 
     def release(self) -> None:

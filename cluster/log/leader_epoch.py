@@ -20,7 +20,6 @@ caller (Log) serialises access under its lock.
 from __future__ import annotations
 
 import logging
-import os
 from typing import NamedTuple
 
 from kafkactl.cluster.log.checkpoint import read_checkpoint, write_checkpoint
@@ -178,7 +177,7 @@ class LeaderEpochCache:
     def take_unsynced(self) -> str | None:
         """Write what is noted, and return the file's path if it was written
         without fsync since the last call (the caller fsyncs it, e.g. with
-        checkpoint.fsync_file); None if it is durable already."""
+        durable.fsync_file); None if it is durable already."""
         self.write_if_dirty()
         if not self._unsynced or self.path is None:
             return None
@@ -191,10 +190,3 @@ class LeaderEpochCache:
             return
         write_checkpoint(self.path, [f"{e.epoch} {e.start_offset}" for e in self._entries], durable)
         self._unsynced = not durable
-
-
-def remove_epoch_checkpoint(dir_path: str) -> None:
-    try:
-        os.unlink(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
-    except FileNotFoundError:
-        pass

@@ -1,10 +1,21 @@
 """The log of one partition: an ordered list of segments in `<topic>-<partition>/`.
 
+The Log owns the partition's state (its segments, log start and end
+offsets, recovery point, leader epochs, producer state) and its lock; the
+rules live beside it: opening and recovery in log_loader.py, what an append
+must be in log_append.py, reads in log_read.py, what retention deletes in
+retention.py.
+
 Concurrency: one lock per Log serialises appends, rolls, truncation,
-retention and config changes. Reads take a snapshot under the lock (the
-segment list, log start and end offsets, and the active segment's size) and
-then read files without it; bytes below the snapshot are never rewritten
-except by truncation, which a reader sees as a short read.
+retention and config changes. Reads take a snapshot under the lock and
+then read files without it (log_read.py). fsyncs run outside the lock, so
+appends continue meanwhile.
+
+Durability: the recovery point is the offset below which every segment,
+the leader-epoch checkpoint and the dir's names are fsynced; after a crash,
+what lies above it is rescanned (log_loader.py). A segment goes in two
+steps: renamed `.deleted` at once (a fetch still sending from it keeps
+working), unlinked after file.delete.delay.ms.
 """
 
 from __future__ import annotations
@@ -12,79 +23,37 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from bisect import bisect_right
 from collections.abc import Callable
-from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
-from kafkactl.cluster.log.checkpoint import TMP_SUFFIX, fsync_dir, fsync_file
 from kafkactl.cluster.log.config import LogConfig
-from kafkactl.cluster.log.errors import (
-    CheckpointFormatError,
-    LogClosedError,
-    OffsetOutOfRangeError,
-    OffsetsOutOfOrderError,
-    UnexpectedAppendOffsetError,
+from kafkactl.cluster.log.durable import fsync_dir, fsync_file
+from kafkactl.cluster.log.errors import LogClosedError, UnexpectedAppendOffsetError
+from kafkactl.cluster.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from kafkactl.cluster.log.log_append import (
+    AppendInfo,
+    Appendable,
+    Payload,
+    append_info,
+    check_follower_batches,
+    check_leader_batches,
+    should_roll,
+    stamp_as_leader,
 )
-from kafkactl.cluster.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache
+from kafkactl.cluster.log.log_loader import open_partition_dir
+from kafkactl.cluster.log.log_read import (
+    FetchSlice,
+    LogSnapshot,
+    largest_timestamp,
+    offset_for_timestamp_in,
+    read_snapshot,
+)
 from kafkactl.cluster.log.producer_state import ProducerStateManager
-from kafkactl.cluster.log.segment import (
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    FileRegion,
-    LogSegment,
-    parse_segment_file_name,
-    segment_file_name,
-)
-from kafkactl.cluster.protocol.record_batch import (
-    INT32_MAX,
-    BatchHeader,
-    InvalidRecordError,
-    assign_offsets,
-    rebased_headers,
-    stamp_log_append_time,
-    stamped_parts,
-    validate_batches,
-)
-from kafkactl.cluster.protocol.record_validation import validate_produce_records
-
-LOG_APPEND_TIME = "LogAppendTime"
+from kafkactl.cluster.log.retention import retained_prefix
+from kafkactl.cluster.log.segment import LogSegment
+from kafkactl.cluster.protocol.record_batch import BatchHeader
 
 logger = logging.getLogger(__name__)
-
-
-class AppendInfo(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    record_count: int
-    log_append_time_ms: int = -1  # the broker's timestamp under LogAppendTime, else -1
-
-
-class FetchSlice(NamedTuple):
-    """Whole batches of one segment, for one partition of a fetch response."""
-
-    region: FileRegion
-    first_offset: int  # base offset of the first batch; may precede fetch_offset
-    fetch_offset: int
-
-    @property
-    def size_bytes(self) -> int:
-        return self.region.length
-
-
-class _Snapshot(NamedTuple):
-    segments: tuple[LogSegment, ...]
-    base_offsets: tuple[int, ...]
-    log_start_offset: int
-    log_end_offset: int
-    active_size_bytes: int
-
-
-def partition_dir_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
 
 
 class Log:
@@ -125,142 +94,29 @@ class Log:
              log_start_offset: int | None = None) -> Log:
         """Open (or create) the log in partition dir `dir_path` (`.../<topic>-<partition>`).
 
-        After an unclean shutdown every segment holding offsets at or above
-        `recovery_point` is rescanned; the active segment is always rescanned.
-        Torn or corrupt tails are cut (a cut inside an older segment drops all
-        later segments), bad or missing indexes are rebuilt, and what was
-        recovered is fsynced, so the recovery point becomes the log end offset.
-
-        A new log (no partition dir yet) is created without fsyncs: it holds
-        nothing a crash could lose, and a broker becoming a replica of
-        thousands of partitions must not pay milliseconds of fsync for each.
-        Its first flush makes the dir and its files durable.
+        An existing dir is recovered (log_loader.py): after an unclean
+        shutdown every segment holding offsets at or above `recovery_point`
+        is rescanned, the active segment always; what was recovered is
+        fsynced, so the recovery point becomes the log end offset. A new log
+        is durable only after its first flush.
         """
-        if not os.path.isdir(dir_path):
-            return cls._create(dir_path, topic, partition, config, clock_ms, log_start_offset or 0)
         log = cls(dir_path, topic, partition, config, clock_ms)
-        log._load(recovery_point, clean_shutdown, log_start_offset)
+        opened = open_partition_dir(dir_path, config, clock_ms(), recovery_point, clean_shutdown,
+                                    log_start_offset)
+        log._set_segments(opened.segments)
+        log._log_start_offset, log._log_end_offset = opened.log_start_offset, opened.log_end_offset
+        log._recovery_point = opened.log_end_offset
+        log._epoch_cache = opened.epoch_cache
+        log._dir_dirty = log._parent_dirty = opened.created
+        if not opened.created:
+            log._rebuild_producer_state()
         return log
-
-    @classmethod
-    def _create(cls, dir_path: str, topic: str, partition: int, config: LogConfig,
-                clock_ms: Callable[[], int], start_offset: int) -> Log:
-        os.makedirs(dir_path)
-        log = cls(dir_path, topic, partition, config, clock_ms)
-        start_offset = max(start_offset, 0)
-        log._set_segments((LogSegment.create(dir_path, start_offset, config, clock_ms()),))
-        log._log_start_offset = log._log_end_offset = log._recovery_point = start_offset
-        log._epoch_cache.persist(durable=False)
-        log._dir_dirty = log._parent_dirty = True
-        return log
-
-    def _load(self, recovery_point: int, clean_shutdown: bool, log_start_offset: int | None) -> None:
-        now = self._clock_ms()
-        base_offsets = self._remove_leftovers()
-        epoch_starts: list[EpochEntry] = []
-        segments = self._load_segments(base_offsets, recovery_point, clean_shutdown, epoch_starts, now)
-        if not segments:
-            segments = [LogSegment.create(self.dir_path, max(log_start_offset or 0, 0), self.config, now)]
-        self._set_segments(tuple(segments))
-        self._log_end_offset = segments[-1].next_offset
-        self._rebuild_producer_state()
-        start = max(log_start_offset or 0, segments[0].base_offset)
-        if start > self._log_end_offset:
-            logger.warning("%s: log start offset %d beyond log end offset %d; using the end",
-                           self.dir_path, start, self._log_end_offset)
-            start = self._log_end_offset
-        self._log_start_offset = start
-        self._load_epoch_cache(epoch_starts)
-        for segment in segments:
-            segment.flush()
-        fsync_dir(self.dir_path)
-        self._recovery_point = self._log_end_offset
 
     def _rebuild_producer_state(self) -> None:
         """Idempotent producers' last batches, from the batch headers in the log."""
         self._producer_state.clear()
         for segment in self._segments:
             self._producer_state.update([h for _, h in segment.iter_headers(0, segment.size_bytes)])
-
-    def _remove_leftovers(self) -> list[int]:
-        """Delete files a crash left behind; return the base offsets of `.log` files.
-
-        Leftovers: `.deleted` segments not yet purged, `.tmp` checkpoint
-        writes, and index files whose `.log` is gone.
-        """
-        names = os.listdir(self.dir_path)
-        base_offsets = sorted({parse_segment_file_name(name) for name in names} - {None})
-        for name in names:
-            index_base = (parse_segment_file_name(name, INDEX_SUFFIX)
-                          if name.endswith(INDEX_SUFFIX)
-                          else parse_segment_file_name(name, TIME_INDEX_SUFFIX))
-            orphan_index = index_base is not None and index_base not in base_offsets
-            if name.endswith(DELETED_SUFFIX) or name.endswith(TMP_SUFFIX) or orphan_index:
-                logger.info("%s: removing leftover %s", self.dir_path, name)
-                os.unlink(os.path.join(self.dir_path, name))
-        return base_offsets
-
-    def _load_segments(self, base_offsets: list[int], recovery_point: int, clean_shutdown: bool,
-                       epoch_starts: list[EpochEntry], now: int) -> list[LogSegment]:
-        segments: list[LogSegment] = []
-        for i, base_offset in enumerate(base_offsets):
-            is_last = i == len(base_offsets) - 1
-            unflushed = is_last or (not clean_shutdown and base_offsets[i + 1] > recovery_point)
-            next_base = None if is_last else base_offsets[i + 1]
-            segment, index_problem = LogSegment.open_existing(self.dir_path, base_offset, self.config,
-                                                              now, next_base)
-            segments.append(segment)
-            if not unflushed and index_problem is None:
-                continue
-            if index_problem is not None and not unflushed:
-                logger.warning("%s: rebuilding indexes of segment %d: %s",
-                               self.dir_path, base_offset, index_problem)
-            result = segment.recover(_epoch_collector(epoch_starts))
-            if not is_last:
-                segment.on_become_inactive()  # its largest timestamp, for later opens
-            if result.stop_reason is None:
-                continue
-            logger.warning("%s: segment %d: %s; truncated %d bytes (kept %d bytes, %d batches)",
-                           self.dir_path, base_offset, result.stop_reason, result.truncated_bytes,
-                           result.valid_bytes, result.batch_count)
-            if not is_last:
-                self._delete_later_segments(base_offsets[i + 1:])
-                break
-        return segments
-
-    def _delete_later_segments(self, base_offsets: list[int]) -> None:
-        logger.warning("%s: corruption before the end of the log; deleting segments %s",
-                       self.dir_path, base_offsets)
-        for base_offset in base_offsets:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                try:
-                    os.unlink(os.path.join(self.dir_path, segment_file_name(base_offset, suffix)))
-                except FileNotFoundError:
-                    pass
-
-    def _load_epoch_cache(self, epoch_starts: list[EpochEntry]) -> None:
-        path = os.path.join(self.dir_path, LEADER_EPOCH_CHECKPOINT)
-        existed = os.path.exists(path)
-        try:
-            cache = LeaderEpochCache.load(path)
-        except (CheckpointFormatError, ValueError) as error:
-            logger.warning("%s: rebuilding the leader-epoch cache: %s", self.dir_path, error)
-            cache, existed = LeaderEpochCache(path), False
-        if not existed:
-            epoch_starts = []
-            for segment in self._segments:
-                collect = _epoch_collector(epoch_starts)
-                for position, header in segment.iter_headers(0, segment.size_bytes):
-                    collect(position, header)
-        cache.truncate_from_end(self._log_end_offset)  # first: entries of cut batches must not clash
-        known = set(cache.entries)   # a rescanned segment finds these again: not a change
-        for epoch, start_offset in epoch_starts:
-            if EpochEntry(epoch, start_offset) not in known:
-                cache.assign(epoch, start_offset)
-        cache.truncate_from_end(self._log_end_offset)
-        cache.truncate_from_start(self._log_start_offset)
-        cache.persist()  # so the file exists even when nothing changed
-        self._epoch_cache = cache
 
     # --- properties ----------------------------------------------------------
 
@@ -312,32 +168,22 @@ class Log:
 
     # --- appends -------------------------------------------------------------
 
-    def check_produce(self, records: bytes | bytearray | memoryview) -> list[BatchHeader]:
+    def check_produce(self, records: Payload) -> list[BatchHeader]:
         """The headers of a produce payload every batch of which the leader
-        accepts: frame and CRC (validate_batches), then the records, decompressed
-        if need be (record_validation.py: Kafka's LogValidator rules for
-        clients' batches, one pass). Takes no lock: callers run it before
-        theirs, since the record pass is the costly part of an append. Raises
-        the record_batch errors and record_validation.RecordValidationError."""
-        headers = validate_batches(records, self.config.max_message_bytes)
-        if not headers:
-            raise InvalidRecordError("a produce payload needs at least one record batch")
-        validate_produce_records(records, headers, self.config.message_timestamp_type == LOG_APPEND_TIME)
-        return headers
+        accepts (log_append.check_leader_batches). Takes no lock: callers run it
+        before theirs, since the record pass is the costly part of an append."""
+        return check_leader_batches(records, self.config)
 
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
+    def append_as_leader(self, records: Payload, leader_epoch: int,
                          headers: list[BatchHeader] | None = None) -> AppendInfo:
         """Validate, assign offsets, stamp `leader_epoch` and append a produce payload.
 
         Every batch is validated before anything is written (check_produce,
         unless the caller passes the `headers` it returned for these
-        `records`). The offsets and the epoch lie outside the
-        CRC: each batch's first 16 bytes are written anew and the rest straight
-        from `records` (os.writev), which is never copied nor changed, so it
-        may be a read-only view of the request. Only LogAppendTime, which
-        changes bytes under the CRC, works on a copy. Raises the record_batch
-        errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...)
-        and record_validation.RecordValidationError.
+        `records`). `records` is never copied nor changed, so it may be a
+        read-only view of the request (log_append.stamp_as_leader). Raises
+        the record_batch errors (CorruptRecordError, InvalidRecordError,
+        RecordTooLargeError, ...) and record_validation.RecordValidationError.
         """
         if headers is None:
             headers = self.check_produce(records)
@@ -351,36 +197,26 @@ class Log:
                                   duplicate.max_timestamp, 0)
             now = self._clock_ms()
             first_offset = self._log_end_offset
-            append_time = -1
-            if self.config.message_timestamp_type == LOG_APPEND_TIME:
-                data = bytearray(records)
-                assign_offsets(data, headers, first_offset, leader_epoch)
-                headers = stamp_log_append_time(data, rebased_headers(headers, first_offset, leader_epoch), now)
-                append_time = now
-            else:
-                data = stamped_parts(records, headers, first_offset, leader_epoch)
-                headers = rebased_headers(headers, first_offset, leader_epoch)
-            self._append(data, headers, now)
+            data, headers, append_time = stamp_as_leader(records, headers, first_offset, leader_epoch, now,
+                                                         self.config)
+            flush_due = self._append(data, headers, now)
             self._producer_state.update(headers)
             if leader_epoch >= 0 and self._epoch_cache.assign(leader_epoch, first_offset):
                 self._attention("flush")
-            flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
         if flush_due:
             self.flush()
-        return _append_info(headers, append_time)
+        return append_info(headers, append_time)
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo | None:
+    def append_as_follower(self, records: Payload) -> AppendInfo | None:
         """Append batches fetched from the leader, offsets and epochs as they are.
 
-        Checks the CRC and structure of every batch, that offsets strictly
-        increase and that the first is not below the log end offset. An
-        incomplete trailing batch is ignored; None if no whole batch remains.
-        The max.message.bytes limit is not applied: the leader accepted them.
+        Checks every batch (log_append.check_follower_batches) and that the
+        first is not below the log end offset. None if no whole batch
+        remains.
         """
-        headers = validate_batches(records, INT32_MAX, strict_counts=False, allow_partial_tail=True)
+        headers = check_follower_batches(records)
         if not headers:
             return None
-        _check_increasing(headers)
         size = sum(header.size_bytes for header in headers)
         with self._lock:
             self._ensure_open()
@@ -389,59 +225,48 @@ class Log:
                     f"{self.dir_path}: follower append at {headers[0].base_offset} below "
                     f"log end offset {self._log_end_offset}",
                     headers[0].base_offset, self._log_end_offset)
-            self._append(memoryview(records)[:size], headers, self._clock_ms())
+            flush_due = self._append(memoryview(records)[:size], headers, self._clock_ms())
             self._producer_state.update(headers)
             for header in headers:
                 if header.partition_leader_epoch >= 0 and self._epoch_cache.assign(
                         header.partition_leader_epoch, header.base_offset):
                     self._attention("flush")
-            flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
         if flush_due:
             self.flush()
-        return _append_info(headers, -1)
+        return append_info(headers, -1)
 
-    def _append(self, data: bytes | bytearray | memoryview | list, headers: list[BatchHeader], now: int) -> None:
+    def _append(self, data: Appendable, headers: list[BatchHeader], now: int) -> bool:
+        """Write checked batches, rolling first if need be; True when
+        flush.messages asks for a flush (the caller's, outside the lock)."""
         max_timestamp = max(header.max_timestamp for header in headers)
         size = headers[-1].size_bytes if len(headers) == 1 else sum(header.size_bytes for header in headers)
-        segment = self._maybe_roll(size, max_timestamp, headers[0].base_offset,
-                                   headers[-1].last_offset, now)
-        segment.append(data, headers)
-        self._log_end_offset = headers[-1].next_offset
-
-    def _maybe_roll(self, size_bytes: int, max_timestamp: int, first_offset: int, last_offset: int,
-                    now: int) -> LogSegment:
         active = self._segments[-1]
-        if not self._should_roll(active, size_bytes, max_timestamp, last_offset, now):
-            return active
-        active.on_become_inactive()
-        segment = LogSegment.create(self.dir_path, first_offset, self.config, now)
+        if should_roll(active, self.config, size, max_timestamp, headers[-1].last_offset, now):
+            active = self._roll(headers[0].base_offset, now)
+        active.append(data, headers)
+        self._log_end_offset = headers[-1].next_offset
+        return self._log_end_offset - self._recovery_point >= self.config.flush_messages
+
+    def _roll(self, base_offset: int, now: int) -> LogSegment:
+        self._segments[-1].on_become_inactive()
+        segment = LogSegment.create(self.dir_path, base_offset, self.config, now)
         self._set_segments(self._segments + (segment,))
         self._dir_dirty = True
         self._attention("flush")
-        logger.debug("%s: rolled segment %d", self.dir_path, first_offset)
+        logger.debug("%s: rolled segment %d", self.dir_path, base_offset)
         return segment
 
     def _attention(self, kind: str) -> None:
         if self.needs_attention is not None:
             self.needs_attention(self, kind)
 
-    def _should_roll(self, active: LogSegment, size_bytes: int, max_timestamp: int,
-                     last_offset: int, now: int) -> bool:
-        if active.size_bytes == 0:
-            return False  # an empty segment takes any append, even an oversized one
-        return (active.size_bytes > self.config.segment_bytes - size_bytes
-                or active.time_waited_for_roll(now, max_timestamp) > self.config.segment_ms
-                or active.offset_index.is_full
-                or active.time_index.is_full
-                or last_offset - active.base_offset > INT32_MAX)
-
     # --- reads ---------------------------------------------------------------
 
-    def _snapshot(self) -> _Snapshot:
+    def _snapshot(self) -> LogSnapshot:
         with self._lock:
             self._ensure_open()
-            return _Snapshot(self._segments, self._base_offsets, self._log_start_offset,
-                             self._log_end_offset, self._segments[-1].size_bytes)
+            return LogSnapshot(self._segments, self._base_offsets, self._log_start_offset,
+                               self._log_end_offset, self._segments[-1].size_bytes)
 
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> FetchSlice | None:
@@ -453,26 +278,8 @@ class Log:
         return (at the log end offset, at max_offset, or a first batch larger
         than max_bytes without min_one_batch).
         """
-        snapshot = self._snapshot()
-        if not snapshot.log_start_offset <= fetch_offset <= snapshot.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"{self.topic}-{self.partition}: offset {fetch_offset} outside "
-                f"[{snapshot.log_start_offset}, {snapshot.log_end_offset}]",
-                snapshot.log_start_offset, snapshot.log_end_offset)
-        cap = snapshot.log_end_offset if max_offset is None else min(max_offset, snapshot.log_end_offset)
-        if fetch_offset >= cap:
-            return None
-        first = max(bisect_right(snapshot.base_offsets, fetch_offset) - 1, 0)
-        for i in range(first, len(snapshot.segments)):
-            segment = snapshot.segments[i]
-            is_active = i == len(snapshot.segments) - 1
-            max_position = snapshot.active_size_bytes if is_active else segment.size_bytes
-            found = segment.read(fetch_offset, max_bytes, max_position, min_one_batch, cap)
-            if found is not None:
-                if found.region.length == 0:
-                    return None
-                return FetchSlice(found.region, found.first_offset, fetch_offset)
-        return None
+        return read_snapshot(self._snapshot(), f"{self.topic}-{self.partition}", fetch_offset, max_bytes,
+                             max_offset, min_one_batch)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the earliest record with timestamp >= timestamp_ms.
@@ -483,29 +290,16 @@ class Log:
         The ListOffsets sentinels (-1 latest, -2 earliest) are the broker's to
         map to the high watermark / log_start_offset.
         """
-        snapshot = self._snapshot()
-        for i, segment in enumerate(snapshot.segments):
-            if segment.max_timestamp_ms < timestamp_ms:
-                continue
-            is_active = i == len(snapshot.segments) - 1
-            max_position = snapshot.active_size_bytes if is_active else segment.size_bytes
-            found = segment.find_offset_by_timestamp(timestamp_ms, snapshot.log_start_offset,
-                                                     max_position)
-            if found is not None:
-                return found
-        return None
+        return offset_for_timestamp_in(self._snapshot(), timestamp_ms)
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record carrying the log's largest timestamp.
 
-        ListOffsets with MAX_TIMESTAMP (-3). Same codec limitation as
-        offset_for_timestamp. None for an empty log or one without timestamps.
+        ListOffsets with MAX_TIMESTAMP (-3). None for an empty log or one
+        without timestamps.
         """
-        snapshot = self._snapshot()
-        best = max(snapshot.segments, key=lambda s: s.max_timestamp_ms)  # first of equals
-        if best.max_timestamp_ms < 0:
-            return None
-        return self.offset_for_timestamp(best.max_timestamp_ms)
+        largest = largest_timestamp(self._snapshot())
+        return None if largest is None else self.offset_for_timestamp(largest)
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> bool:
         """Record that `leader_epoch` starts at `start_offset` (on becoming leader).
@@ -581,17 +375,13 @@ class Log:
         self._truncations += 1
 
     def delete_retained_segments(self) -> int:
-        """Apply retention.ms, retention.bytes and the log start offset.
-
-        A segment expires by retention.ms when its largest record timestamp
-        (its file's mtime if it has none) is older than that. Only a prefix of
-        the oldest segments is deleted, never the active segment. Returns the
-        number of segments deleted; log_start_offset moves to the new first
-        segment.
-        """
+        """Delete the oldest segments retention.ms, retention.bytes or the log
+        start offset expire (retention.py); log_start_offset moves to the new
+        first segment. Returns the number of segments deleted."""
         with self._lock:
             self._ensure_open()
-            count = self._retained_prefix(self._clock_ms())
+            count = retained_prefix(self._segments, self._base_offsets, self._log_start_offset, self.config,
+                                    self._clock_ms())
             if count == 0:
                 return 0
             for segment in self._segments[:count]:
@@ -602,22 +392,6 @@ class Log:
             logger.info("%s: retention deleted %d segments; log start offset %d",
                         self.dir_path, count, self._log_start_offset)
             return count
-
-    def _retained_prefix(self, now: int) -> int:
-        candidates = self._segments[:-1]
-        count = 0
-        if self.config.retention_ms >= 0:
-            while (count < len(candidates)
-                   and now - candidates[count].largest_timestamp_ms() > self.config.retention_ms):
-                count += 1
-        if self.config.retention_bytes >= 0:
-            excess = sum(s.size_bytes for s in self._segments[count:]) - self.config.retention_bytes
-            while count < len(candidates) and excess >= candidates[count].size_bytes:
-                excess -= candidates[count].size_bytes
-                count += 1
-        while count < len(candidates) and self._base_offsets[count + 1] <= self._log_start_offset:
-            count += 1
-        return count
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Move log_start_offset up (DeleteRecords); segments go on the next retention run."""
@@ -745,28 +519,3 @@ class Log:
         return (f"Log({self.topic}-{self.partition}, log_start_offset={self._log_start_offset}, "
                 f"log_end_offset={self._log_end_offset}, segments={len(self._segments)})")
 
-
-def _append_info(headers: list[BatchHeader], log_append_time_ms: int) -> AppendInfo:
-    return AppendInfo(
-        first_offset=headers[0].base_offset,
-        last_offset=headers[-1].last_offset,
-        max_timestamp=max(header.max_timestamp for header in headers),
-        record_count=sum(header.record_count for header in headers),
-        log_append_time_ms=log_append_time_ms,
-    )
-
-
-def _check_increasing(headers: list[BatchHeader]) -> None:
-    for previous, header in zip(headers, headers[1:]):
-        if header.base_offset <= previous.last_offset:
-            raise OffsetsOutOfOrderError(
-                f"batch at offset {header.base_offset} does not follow offset {previous.last_offset}")
-
-
-def _epoch_collector(epoch_starts: list[EpochEntry]) -> Callable[[int, BatchHeader], None]:
-    """A scan callback recording where each new leader epoch starts."""
-    def collect(_position: int, header: BatchHeader) -> None:
-        epoch = header.partition_leader_epoch
-        if epoch >= 0 and (not epoch_starts or epoch_starts[-1].epoch != epoch):
-            epoch_starts.append(EpochEntry(epoch, header.base_offset))
-    return collect

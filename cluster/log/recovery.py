@@ -125,12 +125,6 @@ def _next_valid_batch(reader: _Reader, position: int, min_offset: int,
     return header, ""
 
 
-def truncate_log_file(path: str, size_bytes: int) -> None:
-    with open(path, "r+b") as file:
-        file.truncate(size_bytes)
-        os.fsync(file.fileno())
-
-
 def check_index_files(index_path: str, time_index_path: str, log_size_bytes: int,
                       max_relative_offset: int | None = None) -> str | None:
     """Why a segment's index files must be rebuilt, or None if they look sane.

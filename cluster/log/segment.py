@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.durable import remove_if_present
 from kafkactl.cluster.log.errors import KafkaStorageError
 from kafkactl.cluster.log.index import OffsetIndex
 from kafkactl.cluster.log.recovery import BatchCallback, ScanResult, check_index_files, scan_log_file
@@ -134,7 +135,7 @@ class LogSegment:
         path = os.path.join(dir_path, segment_file_name(base_offset, LOG_SUFFIX))
         invariant(not os.path.exists(path), f"segment {path} already exists")
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            _unlink_if_present(os.path.join(dir_path, segment_file_name(base_offset, suffix)))
+            remove_if_present(os.path.join(dir_path, segment_file_name(base_offset, suffix)))
         return cls._with_empty_indexes(dir_path, base_offset, config, now_ms)
 
     @classmethod
@@ -165,8 +166,8 @@ class LogSegment:
         index_path = os.path.join(dir_path, segment_file_name(base_offset, INDEX_SUFFIX))
         time_path = os.path.join(dir_path, segment_file_name(base_offset, TIME_INDEX_SUFFIX))
         if rewrite:
-            _unlink_if_present(index_path)
-            _unlink_if_present(time_path)
+            remove_if_present(index_path)
+            remove_if_present(time_path)
         return cls(dir_path, base_offset, config, now_ms,
                    OffsetIndex(index_path, base_offset, config.segment_index_bytes),
                    TimeIndex(time_path, base_offset, config.segment_index_bytes))
@@ -466,7 +467,7 @@ class LogSegment:
     def delete_files(self) -> None:
         """Unlink the `.deleted` files; the descriptor closes with its last holder."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            _unlink_if_present(self._path(suffix) + (DELETED_SUFFIX if self.deleted else ""))
+            remove_if_present(self._path(suffix) + (DELETED_SUFFIX if self.deleted else ""))
 
     def _path(self, suffix: str) -> str:
         return os.path.join(self.dir_path, segment_file_name(self.base_offset, suffix))
@@ -509,10 +510,3 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview | list) -> None:
         pending = pending[done:]
         if written:   # stopped inside a buffer: the rest of it goes first
             pending = [memoryview(pending[0])[written:]] + pending[1:]
-
-
-def _unlink_if_present(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
