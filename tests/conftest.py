@@ -30,12 +30,20 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)
 
 
-def pytest_xdist_make_scheduler(config, log):
-    from xdist.scheduler import LoadScopeScheduling
+class _XdistScheduling:
+    """Registered only when xdist is loaded (`-p no:xdist` must still work)."""
 
-    class FileOrSpark(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _scope(nodeid)
+    def pytest_xdist_make_scheduler(self, config, log):
+        from xdist.scheduler import LoadScopeScheduling
 
-    config.option.loadscopereorder = False   # keep the order above, not "most tests first"
-    return FileOrSpark(config, log)
+        class FileOrSpark(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return _scope(nodeid)
+
+        config.option.loadscopereorder = False   # keep the order above, not "most tests first"
+        return FileOrSpark(config, log)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistScheduling(), "kafkactl-xdist-scheduling")
