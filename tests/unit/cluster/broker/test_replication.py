@@ -8,7 +8,7 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.replica_fetcher import Truncation, truncation_for
+from kafkactl.cluster.broker.truncation import Truncation, truncation_for
 from kafkactl.cluster.broker.role_changes import StaleControllerEpochError
 from support.replication_nodes import (  # noqa: F401  (clock, zk, nodes: fixtures)
     KEY, LAG_MS, TOPIC, LoopbackClient, batch, clock, control, fetcher_for, follower_fetch, nodes, produce,
