@@ -190,6 +190,12 @@ class IsrWriter:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
 
+    def set_store(self, store: PartitionStateStore) -> None:
+        """Wire the ZooKeeper port (the zk-agent is built after the replica manager)."""
+        with self._lock:
+            self.store = store
+            self._wake.notify_all()
+
     def submit(self, proposal: IsrProposal) -> bool:
         """Queue a proposal, replacing one waiting for the same partition.
         False (nothing queued) when MAX_PENDING_PROPOSALS already wait."""
@@ -254,7 +260,7 @@ class IsrWriter:
             return None
 
     def _idle_wait_s(self, now_ms: int) -> float:
-        if not self._pending:
+        if not self._pending or self.store is None:   # set_store wakes the thread
             return IDLE_WAIT_S * 10
         soonest = min(p.not_before_ms for p in self._pending.values())
         return min(max(soonest - now_ms, 1) / 1000, IDLE_WAIT_S)

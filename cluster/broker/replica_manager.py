@@ -85,7 +85,7 @@ class ReplicaManager:
 
     def set_partition_state_store(self, store: PartitionStateStore) -> None:
         """Wire the zk-agent's ZooKeeper calls (the agent is built after this manager)."""
-        self.isr_writer.store = store
+        self.isr_writer.set_store(store)
         self.isr_writer.start()
 
     @property

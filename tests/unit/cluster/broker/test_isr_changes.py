@@ -239,7 +239,7 @@ def test_the_writer_replaces_a_waiting_proposal_and_bounds_what_waits(clock):
         assert writer.submit(first.propose((1, 2)))          # newer, same partition: replaces it
         assert not writer.submit(other.propose((1, 3)))      # the bound: refused, nothing queued
         assert writer.flush() and writer.pending_count() == 1   # no store yet: it waits
-        writer.store = _RecordingStore()
+        writer.set_store(_RecordingStore())
         assert writer.flush()
         assert writer.store.written == [(0, [1, 2])] and first.completed == [((1, 2), 1)]
         assert writer.pending_count() == 0
