@@ -236,8 +236,8 @@ class IsrWriter:
                     self._retry_later(proposal, now_ms)
 
     def _next_batch(self) -> list[IsrProposal] | None:
-        """Wait for due proposals (None when stopping): fresh ones first, then
-        retries whose backoff has passed, at most max_batch."""
+        """Wait for due proposals (None when stopping): fresh ones and retries
+        whose backoff has passed, oldest first, at most max_batch."""
         with self._lock:
             while not self._stopping:
                 flush = self._flush_requested
