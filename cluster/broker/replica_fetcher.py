@@ -39,7 +39,7 @@ from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_v4
 
 from kafkactl.cluster.broker.broker_client import BrokerClient, BrokerConnectionError
-from kafkactl.cluster.broker.fetcher_session import FetchPlan, FetchSessionState, Positions
+from kafkactl.cluster.broker.fetcher_session import FetchPlan, FetchSessionState, Position, Positions
 from kafkactl.cluster.broker.truncation import truncation_for
 from kafkactl.cluster.log.errors import LogError, OffsetsOutOfOrderError, UnexpectedAppendOffsetError
 from kafkactl.cluster.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
