@@ -185,6 +185,8 @@ class Broker:
             controlled_shutdown(self.config, self.metadata, self.zk_agent.broker_epoch)
         self._stopping.set()
         self.server.stop()
+        # No fetch proposes an ISR change any more; ZooKeeper is closed below.
+        self.replica_manager.isr_writer.stop()
         if self.metrics_server is not None:
             self.metrics_server.stop()
         if self.controller is not None:

@@ -221,7 +221,7 @@ def render_page(broker_id: int, rack: str | None, partitions: Iterable, log_dirs
                 requests: RequestMetrics, statvfs: Callable[[str], os.statvfs_result] = os.statvfs) -> str:
     """The whole /metrics page.
 
-    `partitions`: the broker's replica_manager Partition objects (topic,
+    `partitions`: the broker's partition.Partition objects (topic,
     index, log, is_leader, isr, replicas); `log_dirs`: LogDir (path, media);
     `dir_of(topic, partition)`: the path of the dir holding a log.
     """

@@ -75,3 +75,63 @@ class ReplicationQuota:
             while self._samples and self._samples[0][0] <= now - self._window_s:
                 self._total -= self._samples.popleft()[1]
             return self._total > self.rate_bytes_per_s * self._window_s
+
+
+class ReplicationThrottles:
+    """This broker's two quotas and the topics' throttled replicas, as the
+    fetch paths ask about them: the leader side (a follower's fetch) and
+    the follower side (the replica fetcher threads, through `follower`).
+
+    `topic_config(topic)`: the topic's overrides (the replica manager's,
+    replaced whole by the zk-agent thread); `isr_of(topic, index)`: the
+    partition's ISR, or None if not hosted."""
+
+    def __init__(self, topic_config: Callable[[str], dict[str, str]],
+                 isr_of: Callable[[str, int], tuple[int, ...] | None]) -> None:
+        self._topic_config = topic_config
+        self._isr_of = isr_of
+        self.leader_quota = ReplicationQuota()
+        self.follower_quota = ReplicationQuota()
+        self.follower = FollowerThrottle(self)
+
+    def set_rates(self, leader_rate: int, follower_rate: int) -> None:
+        """Dynamic leader/follower.replication.throttled.rate (broker.py resolves them)."""
+        self.leader_quota.set_rate(leader_rate)
+        self.follower_quota.set_rate(follower_rate)
+
+    def throttled_replicas(self, topic: str, direction: str):
+        value = self._topic_config(topic).get(f"{direction}.replication.throttled.replicas", "")
+        try:
+            return parse_throttled_replicas(value)
+        except ThrottledReplicasError:
+            return frozenset()
+
+    def leader_throttled_replica(self, topic: str, index: int, follower_id: int) -> bool:
+        """The follower's replica is throttled and out of sync (ISR members never are)."""
+        isr = self._isr_of(topic, index)
+        if isr is None or follower_id in isr:
+            return False
+        return is_throttled(self.throttled_replicas(topic, "leader"), index, follower_id)
+
+    def leader_throttled(self, topic: str, index: int, follower_id: int) -> bool:
+        """Serve this follower nothing now: a throttled replica while over the rate."""
+        return self.leader_quota.is_exceeded() and self.leader_throttled_replica(topic, index, follower_id)
+
+
+class FollowerThrottle:
+    """What the replica fetcher threads ask about `follower.replication.throttled.*`."""
+
+    def __init__(self, throttles: ReplicationThrottles) -> None:
+        self._throttles = throttles
+
+    def is_throttled(self, partition) -> bool:
+        throttled = self._throttles.throttled_replicas(partition.topic, "follower")
+        return is_throttled(throttled, partition.index, partition.broker_id) \
+            and partition.broker_id not in partition.isr
+
+    def exceeded(self) -> bool:
+        """Over `follower.replication.throttled.rate`: throttled partitions sit out."""
+        return self._throttles.follower_quota.is_exceeded()
+
+    def record(self, size_bytes: int) -> None:
+        self._throttles.follower_quota.record(size_bytes)

@@ -12,10 +12,11 @@ the leader does not know the epoch, the follower falls back to its high
 watermark. A follower that does not know the epoch the leader answered with
 truncates to where its own largest smaller epoch ends and asks again.
 
-Each fetcher keeps an incremental fetch session with its leader (KIP-227):
-after a first full request, a request lists only partitions whose fetch
-position changed, were added, or are left out this round (forgotten), and
-the leader answers only partitions that have something new.
+Each fetcher keeps an incremental fetch session with its leader (KIP-227,
+fetcher_session.py): after a first full request, a request lists only
+partitions whose fetch position changed, were added, or are left out this
+round (forgotten), and the leader answers only partitions that have
+something new. Where to truncate is decided by truncation.py (pure).
 
 Roles change only through the ReplicaManager, which removes a partition from
 its fetcher (waiting for a response being processed) before making it leader
@@ -38,7 +39,8 @@ from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_v4
 
 from kafkactl.cluster.broker.broker_client import BrokerClient, BrokerConnectionError
-from kafkactl.cluster.broker.fetch_session import INITIAL_EPOCH, MAX_EPOCH, NO_SESSION_ID
+from kafkactl.cluster.broker.fetcher_session import FetchPlan, FetchSessionState, Position, Positions
+from kafkactl.cluster.broker.truncation import truncation_for
 from kafkactl.cluster.log.errors import LogError, OffsetsOutOfOrderError, UnexpectedAppendOffsetError
 from kafkactl.cluster.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkactl.cluster.protocol.fetch_response import FetchResponseV12
@@ -87,42 +89,11 @@ def fetcher_config_from(broker_config) -> FetcherConfig:
     })
 
 
-# --- truncation decisions (pure) ---------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Truncation:
-    offset: int
-    complete: bool   # False: truncate, then ask the leader again about a smaller epoch
-
-
-def truncation_for(leader_epoch: int, leader_end_offset: int,
-                   local_epoch: int, local_end_offset: int,
-                   log_end_offset: int, high_watermark: int) -> Truncation:
-    """Where to truncate, from the leader's OffsetForLeaderEpoch answer.
-
-    `leader_epoch`, `leader_end_offset`: the leader's answer for the epoch we
-    asked about. `local_epoch`, `local_end_offset`: this log's own
-    end_offset_for_epoch(leader_epoch).
-    """
-    if leader_end_offset == UNDEFINED_EPOCH_OFFSET or leader_epoch == UNDEFINED_EPOCH:
-        # The leader knows nothing of the epoch: only the HW is known to be safe.
-        return Truncation(min(high_watermark, log_end_offset), True)
-    if local_epoch == UNDEFINED_EPOCH or local_end_offset == UNDEFINED_EPOCH_OFFSET:
-        # No local epoch at or below the leader's: everything up to the
-        # leader's end offset was copied from a leader of that lineage.
-        return Truncation(min(leader_end_offset, log_end_offset), True)
-    if local_epoch != leader_epoch:
-        # We never saw the leader's epoch: cut what we wrote in later epochs
-        # and ask again about the largest epoch we have left.
-        return Truncation(min(local_end_offset, log_end_offset), False)
-    return Truncation(min(leader_end_offset, local_end_offset, log_end_offset), True)
-
-
 # --- one partition's fetch state ----------------------------------------------
 
 @dataclass(slots=True, eq=False)
 class PartitionFetchState:
-    partition: object            # replica_manager.Partition
+    partition: object            # partition.Partition
     leader_id: int
     leader_epoch: int
     truncating: bool = True
@@ -136,79 +107,6 @@ class PartitionFetchState:
 
     def delay(self, seconds: float) -> None:
         self.delayed_until = time.monotonic() + seconds
-
-
-# --- the fetch session, as the fetcher sees it (pure) ----------------------------
-
-Position = tuple[int, int, int]   # (fetch offset, log start offset, current leader epoch)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPlan:
-    session_id: int
-    epoch: int
-    send: dict[tuple[str, int], Position]    # partitions the request lists, at these positions
-    forgotten: list[tuple[str, int]]         # partitions the session drops
-
-    @property
-    def full(self) -> bool:
-        return self.epoch == INITIAL_EPOCH
-
-
-@dataclass(slots=True)
-class FetchSessionState:
-    """The fetcher's side of its session: what the leader holds (`sent`) and
-    which partitions may differ from it since the last answered request."""
-
-    session_id: int = NO_SESSION_ID
-    next_epoch: int = INITIAL_EPOCH
-    sent: dict[tuple[str, int], Position] = field(default_factory=dict)
-    pending: set[tuple[str, int]] = field(default_factory=set)
-
-    def note_changed(self, keys: Iterable[tuple[str, int]]) -> None:
-        self.pending.update(keys)
-
-    def plan(self, wanted: Mapping[tuple[str, int], Position]) -> FetchPlan:
-        """The next request for fetching exactly `wanted`; only partitions
-        noted as changed are compared (no session: everything is sent)."""
-        if self.session_id == NO_SESSION_ID:
-            return FetchPlan(NO_SESSION_ID, INITIAL_EPOCH, dict(wanted), [])
-        send = {key: wanted[key] for key in self.pending if key in wanted and self.sent.get(key) != wanted[key]}
-        forgotten = [key for key in self.pending if key not in wanted and key in self.sent]
-        return FetchPlan(self.session_id, self.next_epoch, send, forgotten)
-
-    def answered(self, plan: FetchPlan, response_session_id: int) -> None:
-        self.pending.clear()
-        if plan.full:
-            self.session_id = response_session_id     # NO_SESSION_ID: the leader had no room
-            self.next_epoch = 1
-            self.sent = dict(plan.send) if self.session_id != NO_SESSION_ID else {}
-            return
-        self.next_epoch = 1 if plan.epoch >= MAX_EPOCH else plan.epoch + 1
-        self.sent.update(plan.send)
-        for key in plan.forgotten:
-            del self.sent[key]
-
-    def reset(self) -> None:
-        """Start over with a full request (the session is unknown or out of step)."""
-        self.session_id, self.next_epoch, self.sent = NO_SESSION_ID, INITIAL_EPOCH, {}
-        self.pending.clear()
-
-
-class _Positions(Mapping):
-    """`_wanted` seen as key -> Position, without copying 10,000 entries."""
-
-    def __init__(self, wanted) -> None:
-        self._wanted = wanted
-
-    def __getitem__(self, key):
-        return self._wanted[key][0]
-
-    def __iter__(self):
-        return iter(self._wanted)
-
-    def __len__(self) -> int:
-        return len(self._wanted)
 
 
 SESSION_ERRORS = frozenset({ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch})
@@ -456,7 +354,7 @@ class ReplicaFetcherThread:
     # --- fetching
 
     def _fetch(self) -> None:
-        plan = self.session.plan(_Positions(self._wanted))
+        plan = self.session.plan(Positions(self._wanted))
         wait_s = self.config.fetch_wait_max_ms / 1000
         # Records arrive as views of the client's receive buffer (no copy):
         # they are appended below, before the next request reuses it.

@@ -21,7 +21,7 @@ from kazoo.protocol.states import KazooState
 from kafkactl.cluster.admin import topics as admin_topics
 from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
-from kafkactl.cluster.broker.replica_manager import PartitionStateConflict, PartitionStateStore
+from kafkactl.cluster.broker.isr_writer import PartitionStateConflict, PartitionStateStore
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk import client as zk_client
 

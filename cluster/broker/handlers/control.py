@@ -14,16 +14,38 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.metadata import metadata_from_update
-from kafkactl.cluster.broker.replica_manager import (
-    StaleControllerEpochError,
-    leader_and_isr_partitions,
-    live_leader_endpoints,
-    stop_replica_partitions,
-)
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState, StaleControllerEpochError
 from kafkactl.cluster.protocol import control
 from kafkactl.cluster.protocol.control_responses import framed, leader_and_isr_response_body
 
 ZERO_UUID = uuid.UUID(int=0)
+
+
+def leader_and_isr_states(request) -> list[LeaderAndIsrState]:
+    """The partition states of a control.LeaderAndIsrRequest, as the replica manager applies them."""
+    return [
+        LeaderAndIsrState(
+            topic=topic.topic_name, partition=p.partition_index, controller_epoch=p.controller_epoch,
+            leader=p.leader, leader_epoch=p.leader_epoch, isr=tuple(p.isr),
+            partition_epoch=p.partition_epoch, replicas=tuple(p.replicas), is_new=p.is_new,
+            leader_recovery_state=p.leader_recovery_state,
+        )
+        for topic in request.topic_states for p in topic.partition_states
+    ]
+
+
+def live_leader_endpoints(request) -> dict[int, tuple[str, int]]:
+    """broker id -> (host, port) of a control.LeaderAndIsrRequest's live leaders."""
+    return {leader.broker_id: (leader.host_name, leader.port) for leader in request.live_leaders}
+
+
+def stop_replica_partitions(request) -> dict[bool, dict[tuple[str, int], int]]:
+    """A control.StopReplicaRequest as {delete: {(topic, partition): leader_epoch}}."""
+    result: dict[bool, dict[tuple[str, int], int]] = {True: {}, False: {}}
+    for topic in request.topic_states:
+        for p in topic.partition_states:
+            result[p.delete_partition][(topic.topic_name, p.partition_index)] = p.leader_epoch
+    return result
 
 
 def _stale_broker_epoch(services, broker_epoch: int) -> bool:
@@ -37,7 +59,7 @@ def leader_and_isr(services, header, request):
     try:
         errors = services.replica_manager.apply_leader_and_isr(
             request.controller_id, request.controller_epoch,
-            leader_and_isr_partitions(request), live_leader_endpoints(request))
+            leader_and_isr_states(request), live_leader_endpoints(request))
     except StaleControllerEpochError:
         return _leader_and_isr_response(header, request, {}, ErrorCode.stale_controller_epoch)
     if request.type == control.LEADER_AND_ISR_TYPE_FULL:

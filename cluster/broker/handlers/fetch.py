@@ -106,18 +106,19 @@ def _begin_follower_fetches(replica_manager, targets: list[FetchTarget], replica
 def _read_all(replica_manager, targets: list[FetchTarget], response_max_bytes: int, replica_id: int):
     reads = []
     total_bytes = 0
+    throttles = replica_manager.throttles
     for topic, index, fetch_offset, _, partition_max_bytes, epoch in targets:
         budget = max(min(partition_max_bytes, response_max_bytes - total_bytes), 0)
         # KIP-74: the first non-empty partition returns at least one
         # whole batch, so an oversized batch cannot stall a consumer.
         min_one_batch = total_bytes == 0
-        if replica_id >= 0 and replica_manager.leader_throttled(topic, index, replica_id):
+        if replica_id >= 0 and throttles.leader_throttled(topic, index, replica_id):
             result = replica_manager.read_for_follower(topic, index, replica_id, fetch_offset, 0, epoch, False)
         elif replica_id >= 0:
             result = replica_manager.read_for_follower(topic, index, replica_id, fetch_offset, budget,
                                                        epoch, min_one_batch)
-            if result.size and replica_manager.leader_throttled_replica(topic, index, replica_id):
-                replica_manager.leader_quota.record(result.size)
+            if result.size and throttles.leader_throttled_replica(topic, index, replica_id):
+                throttles.leader_quota.record(result.size)
         else:
             result = replica_manager.read(topic, index, fetch_offset, budget, epoch, min_one_batch)
         total_bytes += result.size

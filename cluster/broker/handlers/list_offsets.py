@@ -14,12 +14,16 @@ from functools import cache
 
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.replica_manager import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from kafkactl.cluster.broker.partition import check_epoch
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.broker.handlers.services import not_hosted_error
 
 DEBUGGING_REPLICA_ID = -2
+# Kafka's ListOffsets timestamp sentinels.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
 
 
 def handle(services, header, request):
@@ -38,9 +42,8 @@ def handle(services, header, request):
                 error, offset, timestamp = _replica_offset(
                     replica_manager, topic.name, partition.partition_index, partition.timestamp, epoch_check)
             else:
-                error, offset, timestamp = replica_manager.offset_for(
-                    topic.name, partition.partition_index, partition.timestamp, epoch_check
-                )
+                error, offset, timestamp = leader_offset(
+                    replica_manager, topic.name, partition.partition_index, partition.timestamp, epoch_check)
             if error == ErrorCode.unknown_topic_or_partition:
                 error = not_hosted_error(services, topic.name, partition.partition_index)
             local = replica_manager.get(topic.name, partition.partition_index)
@@ -76,8 +79,23 @@ def _partition_answer(cls):
     return answer
 
 
+def leader_offset(replica_manager, topic: str, index: int, timestamp: int, current_leader_epoch: int):
+    """(error, offset, timestamp) from the leader, for a consumer (read_uncommitted):
+    nothing at or above the high watermark."""
+    partition = replica_manager.get(topic, index)
+    if partition is None:
+        return ErrorCode.unknown_topic_or_partition, -1, -1
+    with partition.lock:
+        error = check_epoch(partition, current_leader_epoch)
+        high_watermark = partition.high_watermark
+    if error is not None:
+        return error, -1, -1
+    return (ErrorCode.none, *_offset_in(partition.log, timestamp, high_watermark))
+
+
 def _replica_offset(replica_manager, topic: str, index: int, timestamp: int, current_leader_epoch: int):
-    """(error, offset, timestamp) from this broker's replica, leader or not."""
+    """(error, offset, timestamp) from this broker's replica, leader or not:
+    its whole log (latest is its log end offset)."""
     partition = replica_manager.get(topic, index)
     if partition is None:
         return ErrorCode.unknown_topic_or_partition, -1, -1
@@ -88,17 +106,20 @@ def _replica_offset(replica_manager, topic: str, index: int, timestamp: int, cur
         error = ErrorCode.fenced_leader_epoch if current_leader_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
         return error, -1, -1
     log_ = partition.log
+    return (ErrorCode.none, *_offset_in(log_, timestamp, log_.log_end_offset))
+
+
+def _offset_in(log_, timestamp: int, latest: int) -> tuple[int, int]:
+    """(offset, timestamp) of a sentinel or a timestamp in `log_`, below
+    `latest` (the high watermark or the log end offset); (-1, -1) if none."""
     if timestamp == EARLIEST_TIMESTAMP:
-        return ErrorCode.none, log_.log_start_offset, -1
+        return log_.log_start_offset, -1
     if timestamp == LATEST_TIMESTAMP:
-        return ErrorCode.none, log_.log_end_offset, -1
-    if timestamp == MAX_TIMESTAMP:
-        found = log_.offset_of_max_timestamp()
-    else:
-        found = log_.offset_for_timestamp(timestamp)
-    if found is None:
-        return ErrorCode.none, -1, -1
-    return ErrorCode.none, found[0], found[1]
+        return latest, -1
+    found = log_.offset_of_max_timestamp() if timestamp == MAX_TIMESTAMP else log_.offset_for_timestamp(timestamp)
+    if found is None or found[0] >= latest:
+        return -1, -1
+    return found[0], found[1]
 
 
 # --- version 0: a list of offsets per partition ----------------------------------
@@ -125,7 +146,8 @@ def _offsets_v0(services, topic: str, partition, replica_id: int) -> tuple[Error
         error, high_watermark, _ = _replica_offset(replica_manager, topic, partition.partition_index,
                                                    LATEST_TIMESTAMP, -1)
     else:
-        error, high_watermark, _ = replica_manager.offset_for(topic, partition.partition_index, LATEST_TIMESTAMP, -1)
+        error, high_watermark, _ = leader_offset(replica_manager, topic, partition.partition_index,
+                                                 LATEST_TIMESTAMP, -1)
     if error == ErrorCode.unknown_topic_or_partition:
         error = not_hosted_error(services, topic, partition.partition_index)
     if error != ErrorCode.none:

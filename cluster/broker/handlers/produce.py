@@ -28,7 +28,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.replica_manager import AppendResult
+from kafkactl.cluster.broker.partition import AppendResult
 from kafkactl.cluster.broker.handlers.services import not_hosted_error
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class

@@ -25,12 +25,9 @@ from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache
 from kafkactl.cluster.broker.network import SocketServer
 from kafkactl.cluster.broker.replica_fetcher import FetcherConfig, PartitionFetchState
-from kafkactl.cluster.broker.replica_manager import (
-    LeaderAndIsrPartition,
-    PartitionStateConflict,
-    PartitionStateStore,
-    ReplicaManager,
-)
+from kafkactl.cluster.broker.isr_writer import PartitionStateConflict, PartitionStateStore
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.record_batch import build_batch, decode_records, parse_header
 from kafkactl.cluster.zk.codecs import PartitionState
@@ -146,7 +143,7 @@ class Cluster:
     def elect(self, leader: int, epoch: int, isr, replicas=(1, 2)):
         """What the controller does: write the state znode, then tell leader, then followers."""
         version = self.znodes.elect(leader, epoch, isr)
-        state = LeaderAndIsrPartition(TOPIC, 0, self.controller_epoch, leader, epoch, tuple(isr), version,
+        state = LeaderAndIsrState(TOPIC, 0, self.controller_epoch, leader, epoch, tuple(isr), version,
                                       tuple(replicas))
         live = {b.broker_id: b.endpoint for b in self.brokers.values()}
         order = sorted(self.brokers.values(), key=lambda b: b.broker_id != leader)
@@ -277,7 +274,7 @@ def test_after_a_leader_change_the_old_leader_truncates_its_divergent_tail(clust
 
     # A comes back and follows B: m2 goes, m3 comes.
     c.brokers = {1: a, 2: b}
-    state = LeaderAndIsrPartition(TOPIC, 0, 1, 2, 1, (2, 1), c.znodes.read(*KEY).zk_version, (1, 2))
+    state = LeaderAndIsrState(TOPIC, 0, 1, 2, 1, (2, 1), c.znodes.read(*KEY).zk_version, (1, 2))
     assert a.manager.apply_leader_and_isr(0, 1, [state], {2: b.endpoint}) == {KEY: ErrorCode.none}
     wait_until(lambda: records_of(a) == records_of(b) and b.partition().high_watermark == 2,
                what="the old leader to match the new one")

@@ -14,7 +14,8 @@ from kafkactl.cluster.broker.broker_client import decode_response
 from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.handlers import alter_replica_log_dirs, describe_log_dirs
 from kafkactl.cluster.broker.log_dir_mover import LogDirMover
-from kafkactl.cluster.broker.replica_manager import LeaderAndIsrPartition, ReplicaManager
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol import apis
 from kafkactl.cluster.protocol.build import make, nested
@@ -41,7 +42,7 @@ def broker(tmp_path):
 
 
 def lead(replica_manager, partition: int) -> None:
-    state = LeaderAndIsrPartition(topic="t", partition=partition, controller_epoch=1, leader=1, leader_epoch=0,
+    state = LeaderAndIsrState(topic="t", partition=partition, controller_epoch=1, leader=1, leader_epoch=0,
                                   isr=(1,), partition_epoch=0, replicas=(1,))
     assert replica_manager.apply_leader_and_isr(1, 1, [state], {}) == {("t", partition): ErrorCode.none}
 

@@ -14,7 +14,8 @@ from kafkactl.cluster.broker.broker import Broker
 from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.network import SocketServer
 from kafkactl.cluster.broker.quota import UNLIMITED
-from kafkactl.cluster.broker.replica_manager import LeaderAndIsrPartition, ReplicaManager
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.record_batch import build_batch
 
@@ -126,7 +127,7 @@ def manager(tmp_path):
 
 
 def lead(manager, topic):
-    state = LeaderAndIsrPartition(topic=topic, partition=0, controller_epoch=1, leader=1, leader_epoch=0,
+    state = LeaderAndIsrState(topic=topic, partition=0, controller_epoch=1, leader=1, leader_epoch=0,
                                   isr=(1,), partition_epoch=0, replicas=(1, 2))
     manager.apply_leader_and_isr(1, 1, [state], {2: ("127.0.0.1", 1)})
 

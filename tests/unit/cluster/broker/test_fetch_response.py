@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.fetch_session import FetchContext
 from kafkactl.cluster.broker.handlers import fetch
-from kafkactl.cluster.broker.replica_manager import ReadResult
+from kafkactl.cluster.broker.partition import ReadResult
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from kio.schema.fetch.v12 import request as fetch_v12
 from kafkactl.cluster.broker.fetch_session import (
     FINAL_EPOCH, INITIAL_EPOCH, NO_SESSION_ID, FetchSessionCache, PartitionChanges,
 )
-from kafkactl.cluster.broker.replica_fetcher import FetchSessionState
+from kafkactl.cluster.broker.fetcher_session import FetchSessionState
 
 
 def request(session_id=0, epoch=-1, partitions=(), forgotten=(), replica_id=2):

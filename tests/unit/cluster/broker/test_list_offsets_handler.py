@@ -11,7 +11,8 @@ from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache
-from kafkactl.cluster.broker.replica_manager import LeaderAndIsrPartition, ReplicaManager
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.record_batch import build_batch
@@ -25,7 +26,7 @@ def dispatcher(tmp_path):
     logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
     logs.startup()
     manager = ReplicaManager(config, logs, lambda: NOW_MS)
-    manager.apply_leader_and_isr(0, 1, [LeaderAndIsrPartition("t", p, 1, 1, 4, (1,), 0, (1,)) for p in range(3)], {})
+    manager.apply_leader_and_isr(0, 1, [LeaderAndIsrState("t", p, 1, 1, 4, (1,), 0, (1,)) for p in range(3)], {})
     manager.append("t", 1, build_batch([(None, b"v", None, NOW_MS)] * 3), 1)
     yield Dispatcher(BrokerServices(config=config, metadata=MetadataCache(), replica_manager=manager,
                                     zk_agent=None, producer_ids=None, clock_ms=lambda: NOW_MS))

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from kafkactl.cluster.broker.log_dir_mover import LogDirMover, Throttle, copy_step, finish_move
-from kafkactl.cluster.broker.replica_manager import Partition
+from kafkactl.cluster.broker.partition import Partition
 from kafkactl.cluster.log.config import LogConfig
 from kafkactl.cluster.log.layout import FUTURE_COMPLETE_MARKER
 from kafkactl.cluster.log.manager import LogDir, LogManager

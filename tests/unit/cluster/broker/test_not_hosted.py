@@ -15,7 +15,8 @@ from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot, TopicMetadata
-from kafkactl.cluster.broker.replica_manager import LeaderAndIsrPartition, ReplicaManager
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.zk.codecs import PartitionState, TopicAssignment
@@ -29,7 +30,7 @@ def dispatcher(tmp_path):
     logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
     logs.startup()
     manager = ReplicaManager(config, logs, lambda: NOW_MS)
-    manager.apply_leader_and_isr(0, 1, [LeaderAndIsrPartition("t", 0, 1, 1, 4, (1,), 0, (1,))], {})
+    manager.apply_leader_and_isr(0, 1, [LeaderAndIsrState("t", 0, 1, 1, 4, (1,), 0, (1,))], {})
     metadata = MetadataCache()
     # Partition 1 lives on brokers 2 and 3 only.
     metadata.replace(MetadataSnapshot(topics={"t": TopicMetadata("t", TopicAssignment({0: [1], 1: [2, 3]}), {

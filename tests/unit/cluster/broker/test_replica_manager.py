@@ -6,9 +6,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.config import from_properties
-from kafkactl.cluster.broker.replica_manager import (
-    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LeaderAndIsrPartition, ReplicaManager,
-)
+from kafkactl.cluster.broker.handlers.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, leader_offset
+from kafkactl.cluster.broker.replica_manager import ReplicaManager
+from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.record_batch import build_batch
 
@@ -37,7 +37,7 @@ def lead(manager, leader=1, epoch=0, isr=(1,), config=None):
     """What the controller would send: a LeaderAndIsr for t-0 with replicas [1, 2]."""
     if config is not None:
         manager.update_topic_configs({"t": config})
-    state = LeaderAndIsrPartition(topic="t", partition=0, controller_epoch=1, leader=leader,
+    state = LeaderAndIsrState(topic="t", partition=0, controller_epoch=1, leader=leader,
                                   leader_epoch=epoch, isr=tuple(isr), partition_epoch=epoch, replicas=(1, 2))
     return manager.apply_leader_and_isr(1, 1, [state], {2: ("127.0.0.1", 1)})
 
@@ -49,9 +49,9 @@ def test_leader_appends_and_commits_alone(manager):
     assert manager.wait_for_commit("t", 0, result.last_offset, time.monotonic() + 1)
     read = manager.read("t", 0, 0, 1 << 20, current_leader_epoch=0, min_one_batch=True)
     assert read.error == ErrorCode.none and read.high_watermark == 3 and read.size > 0
-    assert manager.offset_for("t", 0, EARLIEST_TIMESTAMP, -1)[1] == 0
-    assert manager.offset_for("t", 0, LATEST_TIMESTAMP, -1)[1] == 3
-    assert manager.offset_for("t", 0, NOW_MS + 1, -1)[1] == 1
+    assert leader_offset(manager, "t", 0, EARLIEST_TIMESTAMP, -1)[1] == 0
+    assert leader_offset(manager, "t", 0, LATEST_TIMESTAMP, -1)[1] == 3
+    assert leader_offset(manager, "t", 0, NOW_MS + 1, -1)[1] == 1
 
 
 def test_follower_refuses_produce(manager):

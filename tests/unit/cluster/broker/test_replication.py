@@ -1,13 +1,6 @@
-"""Replication on the leader and the follower, in one process, without sockets.
+"""Replication on the leader and the follower, in one process, without sockets
+(support/replication_nodes.py). The leader's ISR changes are in test_isr_changes.py."""
 
-Each broker is a ReplicaManager over real logs in a temp dir. The controller
-is the test, calling apply_leader_and_isr; ZooKeeper is a fake partition
-state store; a follower's fetcher talks to its leader's Dispatcher through a
-loopback client (real request encoding, real handlers, no socket), one round
-at a time.
-"""
-
-import dataclasses
 import datetime
 import threading
 import time
@@ -15,204 +8,12 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.broker_client import decode_response, encode_request
-from kafkactl.cluster.broker.config import from_properties
-from kafkactl.cluster.broker.deferred import DeferredResponse
-from kafkactl.cluster.broker.dispatcher import Dispatcher
-from kafkactl.cluster.broker.fetch_session import FetchSessionCache
-from kafkactl.cluster.broker.handlers.services import BrokerServices
-from kafkactl.cluster.broker.metadata import MetadataCache
-from kafkactl.cluster.broker.replica_fetcher import (
-    FetcherConfig,
-    PartitionFetchState,
-    ReplicaFetcherThread,
-    Truncation,
-    truncation_for,
+from kafkactl.cluster.broker.truncation import Truncation, truncation_for
+from kafkactl.cluster.broker.role_changes import StaleControllerEpochError
+from support.replication_nodes import (  # noqa: F401  (clock, zk, nodes: fixtures)
+    KEY, LAG_MS, TOPIC, LoopbackClient, batch, clock, control, fetcher_for, follower_fetch, nodes, produce,
+    shrink, state, values_in, zk,
 )
-from kafkactl.cluster.broker.replica_manager import (
-    LeaderAndIsrPartition,
-    PartitionStateConflict,
-    PartitionStateStore,
-    ReplicaManager,
-    StaleControllerEpochError,
-)
-from kafkactl.cluster.log.manager import LogDir, LogManager
-from kafkactl.cluster.protocol.codec import SplicedResponse, response_class
-from kafkactl.cluster.protocol.record_batch import build_batch, decode_records, parse_header
-from kafkactl.cluster.zk.codecs import PartitionState
-
-T0 = 1_700_000_000_000
-LAG_MS = 10_000
-TOPIC = "t"
-KEY = (TOPIC, 0)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now_ms = T0
-
-    def __call__(self) -> int:
-        return self.now_ms
-
-    def advance(self, ms: int) -> None:
-        self.now_ms += ms
-
-
-class FakeStateStore:
-    """The partition state znodes, with ZooKeeper's conditional setData."""
-
-    def __init__(self) -> None:
-        self.states: dict[tuple[str, int], PartitionState] = {}
-        self.notifications: list[tuple[str, int]] = []
-        self.write_error: Exception | None = None
-        self.read_error: Exception | None = None
-        self.writes = 0
-
-    def seed(self, leader, epoch, isr, zk_version=0, key=KEY):
-        self.states[key] = PartitionState(leader=leader, leader_epoch=epoch, isr=list(isr),
-                                          controller_epoch=1, zk_version=zk_version)
-
-    def write(self, topic, partition, state, expected_zk_version):
-        self.writes += 1
-        if self.write_error is not None:
-            raise self.write_error
-        current = self.states.get((topic, partition))
-        if current is None or current.zk_version != expected_zk_version:
-            raise PartitionStateConflict(f"version {expected_zk_version} is stale")
-        self.states[(topic, partition)] = dataclasses.replace(state, zk_version=current.zk_version + 1)
-        return current.zk_version + 1
-
-    def read(self, topic, partition):
-        if self.read_error is not None:
-            raise self.read_error
-        return self.states.get((topic, partition))
-
-    def notify(self, topic, partition):
-        self.notifications.append((topic, partition))
-
-    def store(self) -> PartitionStateStore:
-        return PartitionStateStore(self.write, self.read, self.notify)
-
-
-class LoopbackClient:
-    """Requests through the leader's Dispatcher, encoded and decoded as on the wire."""
-
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.dispatcher = dispatcher
-        self.correlation_id = 0
-
-    def request(self, request, timeout_s=None, response_cls=None):
-        self.correlation_id += 1
-        frame = encode_request(request, self.correlation_id, "loopback")[4:]
-        answer = self.dispatcher.dispatch(frame)
-        if isinstance(answer, DeferredResponse):
-            answer = answer.finish()
-        if isinstance(answer, SplicedResponse):
-            answer = b"".join(p if isinstance(p, (bytes, bytearray)) else p.read_bytes() for p in answer.parts)
-        cls = response_cls or response_class(request.__api_key__, request.__version__)
-        return decode_response(answer[4:], cls, self.correlation_id)
-
-    def connect(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-@dataclasses.dataclass
-class Node:
-    broker_id: int
-    manager: ReplicaManager
-    logs: LogManager
-    dispatcher: Dispatcher
-
-    def partition(self, key=KEY):
-        return self.manager.get(*key)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def zk():
-    return FakeStateStore()
-
-
-@pytest.fixture
-def nodes(tmp_path, clock, zk):
-    made = []
-
-    def make(broker_id, **properties):
-        config, _ = from_properties({
-            "broker.id": str(broker_id), "zookeeper.connect": "z:1",
-            "log.dirs": f"{tmp_path}/b{broker_id}", "log.dir.media": f"{tmp_path}/b{broker_id}:ssd",
-            "replica.lag.time.max.ms": str(LAG_MS), **properties,
-        })
-        logs = LogManager([LogDir(f"{tmp_path}/b{broker_id}", "ssd")], config.default_log_config(), clock)
-        logs.startup()
-        manager = ReplicaManager(config, logs, clock, partition_state_store=zk.store())
-        services = BrokerServices(config=config, metadata=MetadataCache(), replica_manager=manager,
-                                  zk_agent=None, producer_ids=None, clock_ms=clock,
-                                  fetch_sessions=FetchSessionCache(clock_ms=clock, changes=manager.changes))
-        node = Node(broker_id, manager, logs, Dispatcher(services))
-        made.append(node)
-        return node
-
-    yield make
-    for node in made:
-        node.manager.shutdown()
-        node.logs.shutdown()
-
-
-def state(leader, epoch, isr, replicas=(1, 2), zk_version=0, key=KEY):
-    return LeaderAndIsrPartition(topic=key[0], partition=key[1], controller_epoch=1, leader=leader,
-                                 leader_epoch=epoch, isr=tuple(isr), partition_epoch=zk_version,
-                                 replicas=tuple(replicas))
-
-
-def control(node, *states, controller_epoch=1):
-    return node.manager.apply_leader_and_isr(0, controller_epoch, list(states), {})
-
-
-def batch(*values):
-    return build_batch([(None, v, None, T0) for v in values])
-
-
-def produce(node, *values, acks=1):
-    result = node.manager.append(TOPIC, 0, batch(*values), acks)
-    assert result.error == ErrorCode.none, result
-    return result
-
-
-def follower_fetch(leader, follower_id, offset, epoch=-1):
-    fetch = leader.manager.begin_follower_fetch(TOPIC, 0, follower_id, offset, 0, epoch)
-    if fetch is not None:
-        leader.manager.end_follower_fetch(fetch)
-    return fetch
-
-
-def values_in(node, key=KEY):
-    """(offset, leader epoch, value) of every record in the node's log."""
-    log_ = node.partition(key).log
-    data = log_.read(log_.log_start_offset, 1 << 30, None, True)
-    raw = data.region.read_bytes() if data is not None else b""
-    out, position = [], 0
-    while position < len(raw):
-        header = parse_header(raw, position)
-        for record in decode_records(raw[position:position + header.size_bytes]):
-            out.append((record.offset, header.partition_leader_epoch, record.value))
-        position += header.size_bytes
-    return out
-
-
-def fetcher_for(follower, leader, epoch, key=KEY):
-    config = FetcherConfig(fetch_wait_max_ms=0, fetch_backoff_ms=0)
-    fetcher = ReplicaFetcherThread(follower.broker_id, leader.broker_id, "loopback", 0, config,
-                                   client=LoopbackClient(leader.dispatcher))
-    fetcher.add_partitions([PartitionFetchState(follower.partition(key), leader.broker_id, epoch)])
-    return fetcher
 
 
 # --- the leader's high watermark ------------------------------------------------
@@ -324,119 +125,6 @@ def test_offset_for_leader_epoch_on_the_leader(nodes):
     assert node.manager.end_offset_for_epoch(TOPIC, 9, -1, 0)[0] == ErrorCode.unknown_topic_or_partition
     control(node, state(2, 3, (2, 1)))
     assert node.manager.end_offset_for_epoch(TOPIC, 0, -1, 0)[0] == ErrorCode.not_leader_or_follower
-
-
-# --- ISR maintenance -----------------------------------------------------------
-
-def test_a_silent_follower_leaves_the_isr_after_the_lag_and_the_hw_moves_on(nodes, zk, clock):
-    leader = nodes(1)
-    zk.seed(1, 0, (1, 2))
-    control(leader, state(1, 0, (1, 2)))
-    produce(leader, b"a")
-    leader.manager.maybe_shrink_isr(clock.now_ms + LAG_MS)
-    assert leader.partition().isr == (1, 2) and leader.partition().high_watermark == 0
-    leader.manager.maybe_shrink_isr(clock.now_ms + LAG_MS + 1)
-    assert leader.partition().isr == (1,)
-    assert zk.states[KEY].isr == [1] and zk.states[KEY].zk_version == 1 and zk.states[KEY].leader_epoch == 0
-    assert leader.partition().zk_version == 1 and zk.notifications == [KEY]
-    assert leader.partition().high_watermark == 1
-
-
-def test_a_follower_joins_once_at_the_high_watermark_and_the_epoch_start(nodes, zk):
-    leader = nodes(1)
-    zk.seed(1, 0, (1, 3), zk_version=4)
-    control(leader, state(1, 0, (1, 3), replicas=(1, 2, 3), zk_version=4))
-    produce(leader, b"a", b"b", b"c", b"d", b"e")
-    follower_fetch(leader, 3, 2)                     # HW 2
-    zk.seed(1, 1, (1, 3), zk_version=5)
-    control(leader, state(1, 1, (1, 3), replicas=(1, 2, 3), zk_version=5))   # epoch 1 starts at 5
-    assert leader.partition().high_watermark == 2
-    follower_fetch(leader, 2, 3)                     # past the HW, before the epoch start
-    assert leader.partition().isr == (1, 3)
-    follower_fetch(leader, 2, 5)
-    assert leader.partition().isr == (1, 3, 2) and zk.states[KEY].isr == [1, 3, 2]
-
-
-def test_pending_reads_keep_a_follower_in_sync_when_enabled(nodes, zk, clock):
-    leader = nodes(1, **{"follower.fetch.pending.reads.insync.enable": "true"})
-    zk.seed(1, 0, (1, 2))
-    control(leader, state(1, 0, (1, 2)))
-    produce(leader, b"a")
-    follower_fetch(leader, 2, 0)       # leader's end was 1 at this fetch
-    produce(leader, b"b")
-    slow = leader.manager.begin_follower_fetch(TOPIC, 0, 2, 1, 0, -1)   # reached it: pending
-    clock.advance(LAG_MS + 5_000)      # the leader takes long to serve it
-    leader.manager.maybe_shrink_isr()
-    assert leader.partition().isr == (1, 2)
-    leader.manager.end_follower_fetch(slow)
-    clock.advance(LAG_MS)
-    leader.manager.maybe_shrink_isr()
-    assert leader.partition().isr == (1, 2)
-    clock.advance(1)
-    leader.manager.maybe_shrink_isr()
-    assert leader.partition().isr == (1,)
-
-
-def test_min_insync_replicas_before_and_after_append(nodes, zk, clock):
-    leader = nodes(1, **{"min.insync.replicas": "2"})
-    zk.seed(1, 0, (1, 2))
-    control(leader, state(1, 0, (1, 2)))
-    result = produce(leader, b"a", acks=-1)
-    clock.advance(LAG_MS + 1)
-    leader.manager.maybe_shrink_isr()   # the follower never came: ISR 1 < 2
-    assert leader.manager.await_commit(TOPIC, 0, result.last_offset, time.monotonic() + 1,
-                                       result.leader_epoch) == ErrorCode.not_enough_replicas_after_append
-    refused = leader.manager.append(TOPIC, 0, batch(b"b"), -1)
-    assert refused.error == ErrorCode.not_enough_replicas
-    assert leader.partition().log.log_end_offset == 1
-
-
-# --- the split-brain guard (seed 000, discussion 3) -----------------------------
-
-def test_a_leader_whose_isr_write_meets_a_newer_epoch_stops_leading(nodes, zk, clock):
-    old = nodes(1)
-    zk.seed(1, 0, (1, 2))
-    control(old, state(1, 0, (1, 2)))
-    result = produce(old, b"m", acks=-1)
-    # Paused past its session: the controller elected broker 2 at epoch 1.
-    zk.seed(2, 1, (2,), zk_version=1)
-    clock.advance(LAG_MS + 1)
-    old.manager.maybe_shrink_isr()          # wants ISR [1]: the conditional write fails
-    partition = old.partition()
-    assert not partition.is_leader and partition.high_watermark == 0
-    assert zk.states[KEY].leader == 2 and zk.states[KEY].isr == [2]
-    assert old.manager.await_commit(TOPIC, 0, result.last_offset, time.monotonic() + 1,
-                                    result.leader_epoch) == ErrorCode.not_leader_or_follower
-    assert old.manager.append(TOPIC, 0, batch(b"n"), 1).error == ErrorCode.not_leader_or_follower
-    assert old.manager.read(TOPIC, 0, 0, 1024, -1, True).error == ErrorCode.not_leader_or_follower
-    # The controller's LeaderAndIsr for epoch 1 still applies.
-    assert control(old, state(2, 1, (2,), zk_version=1)) == {KEY: ErrorCode.none}
-    assert partition.leader_id == 2 and partition.leader_epoch == 1
-
-
-def test_an_isr_write_with_unknown_outcome_freezes_the_hw_until_read_back(nodes, zk, clock):
-    leader = nodes(1)
-    zk.seed(1, 0, (1, 2, 3))
-    control(leader, state(1, 0, (1, 2, 3), replicas=(1, 2, 3)))
-    produce(leader, b"a", b"b")
-    follower_fetch(leader, 2, 2)
-    clock.advance(LAG_MS + 1)
-    follower_fetch(leader, 2, 2)
-    zk.write_error = TimeoutError("zookeeper did not answer")
-    leader.manager.maybe_shrink_isr()       # drop 3: the write's fate is unknown
-    assert leader.partition().isr_write is not None and leader.partition().high_watermark == 0
-    follower_fetch(leader, 2, 2)
-    assert leader.partition().high_watermark == 0
-    zk.write_error = None
-    zk.read_error = TimeoutError("still down")
-    leader.manager.maybe_shrink_isr()
-    assert leader.partition().isr_write is not None
-    # It had landed: reading the znode back settles it.
-    zk.read_error = None
-    zk.seed(1, 0, (1, 2), zk_version=1)
-    leader.manager.maybe_shrink_isr()
-    assert leader.partition().isr == (1, 2) and leader.partition().zk_version == 1
-    assert leader.partition().is_leader and leader.partition().high_watermark == 2
 
 
 # --- the follower: truncation and fetching -----------------------------------------
@@ -674,17 +362,17 @@ def test_idle_session_fetches_keep_the_follower_in_the_isr_then_a_silent_one_lea
     for epoch in range(1, 31):                     # 3 lags of idle fetches, one every LAG_MS / 10
         clock.advance(LAG_MS // 10)
         assert session_fetch(leader, 2, session, epoch).responses == ()
-        leader.manager.maybe_shrink_isr()
+        shrink(leader)
     assert reads == []                             # an idle fetch read no partition
     for key in keys:                               # new records everywhere: the follower is behind now
         assert leader.manager.append(*key, batch(b"x"), 1).error == ErrorCode.none
-    leader.manager.maybe_shrink_isr()
+    shrink(leader)
     assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys)   # it fetched at the end just now
     clock.advance(LAG_MS)
-    leader.manager.maybe_shrink_isr()
+    shrink(leader)
     assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys)
     clock.advance(1)                               # it never came back for them
-    leader.manager.maybe_shrink_isr()
+    shrink(leader)
     assert all(leader.manager.partitions[key].isr == (1,) for key in keys)
 
 
@@ -698,7 +386,7 @@ def test_a_follower_caught_up_by_its_session_fetches_reads_the_new_records_and_s
     assert [(t.topic, p.partition_index) for t in answer.responses for p in t.partitions] == [KEY]
     clock.advance(LAG_MS)                          # it appends and fetches from 1 only now
     session_fetch(leader, 2, session, 3, {KEY: 1})
-    leader.manager.maybe_shrink_isr()
+    shrink(leader)
     assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys)
     assert leader.partition().high_watermark == 1
 
@@ -712,6 +400,6 @@ def test_a_partition_the_session_forgot_is_no_longer_kept_caught_up(nodes, zk, c
         session_fetch(leader, 2, session, epoch)
     for key in keys:
         leader.manager.append(*key, batch(b"x"), 1)
-    leader.manager.maybe_shrink_isr()
+    shrink(leader)
     assert leader.partition().isr == (1,)          # last fetched 1.5 lags ago
     assert all(leader.manager.partitions[key].isr == (1, 2) for key in keys[1:])
