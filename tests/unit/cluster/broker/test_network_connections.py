@@ -98,6 +98,9 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     assert ask(follower, follower_fetch(1)) == 1          # now known inter-broker
     old, recent = make_server.client(server), make_server.client(server)
     assert ask(old, request(METADATA, 2)) == 2
+    # The answer can reach us before the worker hands `old` back: wait for it,
+    # or it may be parked after `recent` and become the more recently used.
+    wait_for(lambda: server.idle_connection_count() == 3)
     assert ask(recent, request(METADATA, 3)) == 3         # used after `old`
     wait_for(lambda: server.idle_connection_count() == 3)   # all handed back by their workers
     newcomer = make_server.client(server)
