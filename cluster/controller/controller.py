@@ -63,6 +63,7 @@ class Controller:
         self._rebalance_interval_s = leader_imbalance_check_interval_s
         self._stopping = threading.Event()
         self._active = False
+        self._watchers: dict[str, Callable] = {}       # see _watch
 
     # --- lifecycle (any thread)
 
@@ -95,7 +96,18 @@ class Controller:
             self.events.put("reconnected", self._elect_or_resign)
 
     def _watch(self, name: str, handler: Callable[[], None]):
-        return lambda _event=None: self.events.put(name, lambda: self._if_active(handler))
+        """The watcher of event `name`: one object per name, made once. kazoo
+        keeps a path's watchers in a set and calls all of them on a change, so
+        re-reading a znode with the same object arms it once; a new object per
+        read piled up on every znode that did not change (all topic znodes are
+        read again on each topic change), and its next change fired them all:
+        storms of topic-change events, each piling up more, that held admin
+        events back for seconds to minutes and filled the queue."""
+        watcher = self._watchers.get(name)
+        if watcher is None:
+            watcher = lambda _event=None: self.events.put(name, lambda: self._if_active(handler))  # noqa: E731
+            self._watchers[name] = watcher
+        return watcher
 
     def _rebalance_timer(self) -> None:
         while not self._stopping.wait(self._rebalance_interval_s):
