@@ -243,11 +243,17 @@ class Controller:
     # --- reading ZooKeeper (event thread), re-arming the watches
 
     def _read_cluster(self, won) -> tuple[failover.ClusterSnapshot, tuple[str, ...]]:
+        # The ISR change notifications are listed before the states are read
+        # (Kafka deletes them before reading): a leader writes the state, then
+        # its notification, so every one listed is in the states read after,
+        # and the failover may delete them. Listed after, one written between
+        # the two reads was deleted while its ISR change was missing from the
+        # snapshot: a reassignment waiting for that ISR waited for good.
+        notifications = self._notification_paths()
         brokers = self._read_brokers()
         topics = self._read_topics()
         states = self._port.read_partition_states(
             [TopicPartition(t, p) for t, a in topics.items() for p in a.partitions])
-        notifications = self._notification_paths()
         snapshot = failover.ClusterSnapshot(
             controller_epoch=won.epoch,
             controller_epoch_zk_version=won.zk_version,

@@ -81,3 +81,47 @@ def test_each_kind_of_watch_still_queues_its_own_event():
     client.change(layout.topic("a"))
     names = sorted(controller.events._queue.get_nowait().name for _ in range(2))
     assert names == ["reassign", "topic-change"]
+
+
+# --- a new controller's snapshot and the ISR change notifications it deletes
+
+class WrittenBetweenReads(WatchingClient):
+    """A leader expands the ISR (state znode, then a notification) right after
+    the controller read the partition's state: what a failover may meet."""
+
+    def __init__(self, znodes, state_path, expanded):
+        super().__init__(znodes)
+        self.state_path, self.expanded = state_path, expanded
+
+    def get_async(self, path, watch=None):
+        if path not in self.znodes:
+            from kazoo.exceptions import NoNodeError
+            return Done(error=NoNodeError())
+        result = super().get_async(path, watch)
+        if path == self.state_path and self.expanded is not None:
+            self.znodes[path], self.expanded = self.expanded, None
+            self.znodes[layout.ISR_CHANGE_PREFIX + "0000000001"] = b"{}"
+        return result
+
+    def exists_async(self, path, watch=None):
+        return Done(Stat() if path in self.znodes else None)
+
+
+def test_failover_never_deletes_a_notification_of_an_isr_change_its_snapshot_missed():
+    from types import SimpleNamespace
+
+    from kafkactl.cluster.controller.model import TopicPartition
+    from kafkactl.cluster.controller.zk_port import ZkPort
+
+    state_path = layout.partition_state("t", 0)
+    state = lambda isr: codecs.encode_partition_state(codecs.PartitionState(1, 5, isr, 1))  # noqa: E731
+    broker = codecs.encode_broker(codecs.BrokerRegistration(1, "h", 9092, ("PLAINTEXT://h:9092",)))
+    client = WrittenBetweenReads({**topics("t"), state_path: state([1]), layout.broker(1): broker,
+                                  layout.broker(2): broker.replace(b"9092", b"9093")},
+                                 state_path, expanded=state([1, 2]))
+    controller = Controller(1, client, ControllerConfig())
+    controller._port = ZkPort(controller.store, 1)
+    snapshot, to_delete = controller._read_cluster(SimpleNamespace(epoch=1, zk_version=1))
+    missed = snapshot.partition_states[TopicPartition("t", 0)].isr == [1]
+    assert not (missed and to_delete), (
+        f"the snapshot has ISR [1] but the notification of [1, 2] is deleted as obsolete: {to_delete}")
