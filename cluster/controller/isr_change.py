@@ -2,7 +2,7 @@
 and announced it under /isr_change_notification. The I/O layer reads the
 listed partitions' states again; the controller takes every state newer than
 its own, tells all brokers (UpdateMetadata), deletes the notifications and
-checks whether a reassignment waiting for that ISR can complete."""
+checks whether a reassignment of any partition read can complete."""
 
 from __future__ import annotations
 
@@ -20,10 +20,15 @@ def on_isr_change(ctx: ControllerContext, states: Mapping[TopicPartition, Partit
                   notification_paths: Iterable[str] = ()) -> Decision:
     b = DecisionBuilder(ctx)
     changed = refresh_partition_states(b.ctx, states)
-    b.batch.update_metadata(b.ctx.live_brokers, changed)
+    if changed:                # as Kafka: nothing new, no UpdateMetadata to every broker
+        b.batch.update_metadata(b.ctx.live_brokers, changed)
     for path in sorted(notification_paths):
         b.write(DeleteNotification(path))
-    waiting = [tp for tp in changed if b.ctx.is_being_reassigned(tp)]
+    # Every partition read, not only those newer than the context: the
+    # context may have taken the ISR change already (a conditional write of
+    # another decision lost to it and read it back), and a reassignment
+    # waiting for it would then never look at it again.
+    waiting = [tp for tp in sorted(states) if b.ctx.is_being_reassigned(tp)]
     return b.decision(then=partial(reassignment_progress, tps=waiting) if waiting else None)
 
 
