@@ -64,6 +64,10 @@ class Controller:
         self._stopping = threading.Event()
         self._active = False
         self._watchers: dict[str, Callable] = {}       # see _watch
+        # Reassigning partitions whose state znode has our watch (event thread only).
+        self._state_watched: set[TopicPartition] = set()
+        self._state_watcher = lambda event: self.events.put(
+            "reassignment-isr-change", lambda: self._if_active(lambda: self._on_partition_state(event.path)))
 
     # --- lifecycle (any thread)
 
@@ -178,6 +182,7 @@ class Controller:
         log.info("broker %s resigns as controller", self.broker_id)
         self.context = None
         self._active = False
+        self._state_watched.clear()
         if self.channel is not None:
             self.channel.shutdown()
             self.channel = None
@@ -201,6 +206,7 @@ class Controller:
             collector.resume()
         self.context = context
         self._sync_channel()
+        self._watch_reassigning()
         timer.report(self.broker_id)
         return replies
 
@@ -354,6 +360,43 @@ class Controller:
                 changed.update(TopicPartition(t, p) for t, p in codecs.decode_partition_list(path, nodes[path][0]))
         states = self._port.read_partition_states(changed)
         self._run(lambda ctx: isr_change.on_isr_change(ctx, states, paths))
+
+    # --- partitions being reassigned: their state znodes are watched (seed
+    # 002's ReassignedPartitionsIsrChangeListener; Kafka's
+    # PartitionReassignmentIsrChangeHandler). ISR change notifications are the
+    # leaders' best effort (a leader killed between its state write and its
+    # notification never writes it), and a state the controller takes in
+    # otherwise (read back after a lost conditional write, then written over)
+    # brings no notification at all: without the watch such a reassignment
+    # waited, target in the ISR, for some later ISR change.
+
+    def _watch_reassigning(self) -> None:
+        """After each step: a read with the watch (and a check) for every
+        partition that started moving."""
+        moving = {tp for tp, r in self.context.reassignments.items() if not r.completing}
+        self._state_watched &= moving
+        new = sorted(moving - self._state_watched)
+        if new:
+            self._state_watched.update(new)
+            self.events.put("reassignment-watch", lambda: self._if_active(lambda: self._read_reassigning(new)))
+
+    def _on_partition_state(self, path: str) -> None:
+        parts = path.strip("/").split("/")        # brokers/topics/<t>/partitions/<p>/state
+        tp = TopicPartition(parts[2], int(parts[4]))
+        self._state_watched.discard(tp)           # the watch fired: read again to re-arm it
+        self._read_reassigning([tp])
+
+    def _read_reassigning(self, tps: list[TopicPartition]) -> None:
+        moving = [tp for tp in tps if self.context.is_being_reassigned(tp)]
+        if not moving:
+            return
+        paths = {tp: layout.partition_state(tp.topic, tp.partition) for tp in moving}
+        nodes = self.store.get_many(list(paths.values()), watch=self._state_watcher)
+        self._state_watched.update(moving)
+        states = {tp: None if nodes[path] is None else codecs.decode_partition_state(path, nodes[path][0],
+                                                                                     nodes[path][1].version)
+                  for tp, path in paths.items()}
+        self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
 
     def _on_config_change(self) -> None:
         self.store.children(layout.CONFIG_CHANGES, watch=self._watch("config-change", self._on_config_change))
