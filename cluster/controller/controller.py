@@ -66,8 +66,12 @@ class Controller:
         self._watchers: dict[str, Callable] = {}       # see _watch
         # Reassigning partitions whose state znode has our watch (event thread only).
         self._state_watched: set[TopicPartition] = set()
-        self._state_watcher = lambda event: self.events.put(
-            "reassignment-isr-change", lambda: self._if_active(lambda: self._on_partition_state(event.path)))
+        # State znodes whose watch fired and that were not read since: the
+        # watches of a whole reassignment fire together (the controller's own
+        # epoch bumps), and one event reads them all instead of one decision
+        # (a context copy) each. Shared with kazoo's thread, hence the lock.
+        self._states_changed: set[str] = set()
+        self._states_changed_lock = threading.Lock()
 
     # --- lifecycle (any thread)
 
@@ -380,11 +384,26 @@ class Controller:
             self._state_watched.update(new)
             self.events.put("reassignment-watch", lambda: self._if_active(lambda: self._read_reassigning(new)))
 
-    def _on_partition_state(self, path: str) -> None:
-        parts = path.strip("/").split("/")        # brokers/topics/<t>/partitions/<p>/state
-        tp = TopicPartition(parts[2], int(parts[4]))
-        self._state_watched.discard(tp)           # the watch fired: read again to re-arm it
-        self._read_reassigning([tp])
+    def _state_watcher(self, event) -> None:
+        """kazoo's thread: note the path; queue one event for all noted."""
+        with self._states_changed_lock:
+            first = not self._states_changed
+            self._states_changed.add(event.path)
+        if first:
+            self.events.put("reassignment-isr-change", self._on_partition_states)
+
+    def _on_partition_states(self) -> None:
+        with self._states_changed_lock:        # taken even when not active, or later ones would never queue
+            paths, self._states_changed = self._states_changed, set()
+        self._if_active(lambda: self._read_changed_states(paths))
+
+    def _read_changed_states(self, paths: set[str]) -> None:
+        tps = []
+        for path in sorted(paths):
+            parts = path.strip("/").split("/")     # brokers/topics/<t>/partitions/<p>/state
+            tps.append(TopicPartition(parts[2], int(parts[4])))
+        self._state_watched.difference_update(tps)   # those watches fired: read again to re-arm them
+        self._read_reassigning(tps)
 
     def _read_reassigning(self, tps: list[TopicPartition]) -> None:
         moving = [tp for tp in tps if self.context.is_being_reassigned(tp)]

@@ -98,3 +98,30 @@ def test_a_moving_partition_completes_when_its_state_znode_changes_without_a_not
     run_events(controller)
     assert not controller.context.reassignments
     assert controller.context.assignments[T0].replicas == (2, 3, 4)
+
+
+def test_state_changes_of_a_whole_reassignment_are_read_in_one_event():
+    from kafkactl.cluster.controller.context import ControllerConfig
+    from kafkactl.cluster.controller.controller import Controller
+    from kafkactl.cluster.zk import codecs, layout
+
+    t1 = TopicPartition("t", 1)
+    ctx = make_context(live=(1, 2, 3, 4), topics={"t": {0: [1, 2, 3], 1: [1, 2, 3]}},
+                       states={("t", 0): state(1, [1, 2, 3], zk_version=10), ("t", 1): state(1, [1, 2, 3])})
+    ctx, _ = run_chain(ctx, on_partition_reassignment(ctx, {T0: [2, 3, 4], t1: [2, 3, 4]}))
+    paths = {tp: layout.partition_state("t", tp.partition) for tp in (T0, t1)}
+    client = StateZnodes({paths[tp]: (codecs.encode_partition_state(ctx.leadership[tp]), ctx.leadership[tp].zk_version)
+                          for tp in paths})
+    controller = Controller(1, client, ControllerConfig())
+    controller.context = ctx
+    controller._run = lambda decide, check_all=False: setattr(
+        controller, "context", run_chain(controller.context, decide(controller.context))[0])
+    controller._watch_reassigning()
+    run_events(controller)
+    for tp, path in paths.items():
+        current = controller.context.leadership[tp]
+        client.write(path, codecs.encode_partition_state(replace(current, isr=[1, 2, 3, 4])),
+                     current.zk_version + 1)
+    assert controller.events._queue.qsize() == 1
+    run_events(controller)
+    assert not controller.context.reassignments
