@@ -542,7 +542,7 @@ def _ring_logger(name: str, capacity: int = 2000) -> logging.Logger:
     def emit(record) -> None:
         text = record.getMessage()
         if "epoch" in text.lower() or "leader" in text.lower():
-            if "re-query" not in text and "TIMEOUT" not in text:
+            if not any(noise in text for noise in ("re-query", "TIMEOUT", "Produce MessageSet", "TERMINATE")):
                 logger.leadership.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {text}")
         if "re-query" in text and logger.lines and "re-query" in logger.lines[-1]:
             return                     # once a second per partition while no leader is known: kept once
