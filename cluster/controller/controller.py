@@ -60,6 +60,15 @@ class Controller:
         self._rebalance_interval_s = leader_imbalance_check_interval_s
         self._stopping = threading.Event()
         self._active = False
+        self._watchers: dict[str, Callable] = {}       # see _watch
+        # Reassigning partitions whose state znode has our watch (event thread only).
+        self._state_watched: set[TopicPartition] = set()
+        # State znodes whose watch fired and that were not read since: the
+        # watches of a whole reassignment fire together (the controller's own
+        # epoch bumps), and one event reads them all instead of one decision
+        # (a context copy) each. Shared with kazoo's thread, hence the lock.
+        self._states_changed: set[str] = set()
+        self._states_changed_lock = threading.Lock()
 
     # --- lifecycle (any thread)
 
@@ -92,7 +101,18 @@ class Controller:
             self.events.put("reconnected", self._elect_or_resign)
 
     def _watch(self, name: str, handler: Callable[[], None]):
-        return lambda _event=None: self.events.put(name, lambda: self._if_active(handler))
+        """The watcher of event `name`: one object per name, made once. kazoo
+        keeps a path's watchers in a set and calls all of them on a change, so
+        re-reading a znode with the same object arms it once; a new object per
+        read piled up on every znode that did not change (all topic znodes are
+        read again on each topic change), and its next change fired them all:
+        storms of topic-change events, each piling up more, that held admin
+        events back for seconds to minutes and filled the queue."""
+        watcher = self._watchers.get(name)
+        if watcher is None:
+            watcher = lambda _event=None: self.events.put(name, lambda: self._if_active(handler))  # noqa: E731
+            self._watchers[name] = watcher
+        return watcher
 
     def _watch_event(self, name: str):
         """A new watch callback for ControllerReads: queues the handler of `name`."""
@@ -173,6 +193,7 @@ class Controller:
         log.info("broker %s resigns as controller", self.broker_id)
         self.context = None
         self._active = False
+        self._state_watched.clear()
         if self.channel is not None:
             self.channel.shutdown()
             self.channel = None
@@ -196,6 +217,7 @@ class Controller:
             collector.resume()
         self.context = context
         self._sync_channel()
+        self._watch_reassigning()
         timer.report(self.broker_id)
         return replies
 
@@ -264,6 +286,58 @@ class Controller:
     def _on_isr_change(self) -> None:
         states, paths = self.reads.isr_changes(self._port.read_partition_states)
         self._run(lambda ctx: isr_change.on_isr_change(ctx, states, paths))
+
+    # --- partitions being reassigned: their state znodes are watched (seed
+    # 002's ReassignedPartitionsIsrChangeListener; Kafka's
+    # PartitionReassignmentIsrChangeHandler). ISR change notifications are the
+    # leaders' best effort (a leader killed between its state write and its
+    # notification never writes it), and a state the controller takes in
+    # otherwise (read back after a lost conditional write, then written over)
+    # brings no notification at all: without the watch such a reassignment
+    # waited, target in the ISR, for some later ISR change.
+
+    def _watch_reassigning(self) -> None:
+        """After each step: a read with the watch (and a check) for every
+        partition that started moving."""
+        moving = {tp for tp, r in self.context.reassignments.items() if not r.completing}
+        self._state_watched &= moving
+        new = sorted(moving - self._state_watched)
+        if new:
+            self._state_watched.update(new)
+            self.events.put("reassignment-watch", lambda: self._if_active(lambda: self._read_reassigning(new)))
+
+    def _state_watcher(self, event) -> None:
+        """kazoo's thread: note the path; queue one event for all noted."""
+        with self._states_changed_lock:
+            first = not self._states_changed
+            self._states_changed.add(event.path)
+        if first:
+            self.events.put("reassignment-isr-change", self._on_partition_states)
+
+    def _on_partition_states(self) -> None:
+        with self._states_changed_lock:        # taken even when not active, or later ones would never queue
+            paths, self._states_changed = self._states_changed, set()
+        self._if_active(lambda: self._read_changed_states(paths))
+
+    def _read_changed_states(self, paths: set[str]) -> None:
+        tps = []
+        for path in sorted(paths):
+            parts = path.strip("/").split("/")     # brokers/topics/<t>/partitions/<p>/state
+            tps.append(TopicPartition(parts[2], int(parts[4])))
+        self._state_watched.difference_update(tps)   # those watches fired: read again to re-arm them
+        self._read_reassigning(tps)
+
+    def _read_reassigning(self, tps: list[TopicPartition]) -> None:
+        moving = [tp for tp in tps if self.context.is_being_reassigned(tp)]
+        if not moving:
+            return
+        paths = {tp: layout.partition_state(tp.topic, tp.partition) for tp in moving}
+        nodes = self.store.get_many(list(paths.values()), watch=self._state_watcher)
+        self._state_watched.update(moving)
+        states = {tp: None if nodes[path] is None else codecs.decode_partition_state(path, nodes[path][0],
+                                                                                     nodes[path][1].version)
+                  for tp, path in paths.items()}
+        self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
 
     def _on_config_change(self) -> None:
         configs = self.reads.config_changes(sorted(self.context.topic_ids))

@@ -4,7 +4,7 @@ listed partitions' states again; the controller takes every state newer than
 its own, tells all brokers (UpdateMetadata), takes unregistered brokers out
 of those ISRs (a leader may add a follower that is still running after its
 registration went: the controller alone knows liveness), then deletes the
-notifications and checks whether a reassignment waiting for that ISR can
+notifications and checks whether a reassignment of any partition read can
 complete."""
 
 from __future__ import annotations
@@ -24,9 +24,14 @@ def on_isr_change(ctx: ControllerContext, states: Mapping[TopicPartition, Partit
                   notification_paths: Iterable[str] = ()) -> Decision:
     b = DecisionBuilder(ctx)
     changed = refresh_partition_states(b.ctx, states)
-    b.batch.update_metadata(b.ctx.live_brokers, changed)
+    if changed:                # as Kafka: nothing new, no UpdateMetadata to every broker
+        b.batch.update_metadata(b.ctx.live_brokers, changed)
     remove_dead_from_isr(b, changed)
-    waiting = [tp for tp in changed if b.ctx.is_being_reassigned(tp)]
+    # Every partition read, not only those newer than the context: the
+    # context may have taken the ISR change already (a conditional write of
+    # another decision lost to it and read it back), and a reassignment
+    # waiting for it would then never look at it again.
+    waiting = [tp for tp in sorted(states) if b.ctx.is_being_reassigned(tp)]
     # Conditional state writes and the notifications' deletion go in separate
     # decisions (builder.py), the deletion after the writes and their retries.
     then = chain(partial(delete_notifications, paths=tuple(sorted(notification_paths))),

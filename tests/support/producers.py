@@ -7,14 +7,15 @@ import time
 
 
 class BackgroundProducer:
-    """confluent-kafka, acks=all, idempotent, partition 0, from a thread: message
-    `index` is `value(index)`; keeps each acknowledged one's offset by index.
+    """confluent-kafka, acks=all, idempotent, from a thread: message `index` is
+    `value(index)`, sent to partition `index % partitions` (partition 0 unless
+    told); keeps each acknowledged one's offset by index.
 
     Sends `burst` messages, then sleeps `pause_s`: a steady stream at a bounded
     rate rather than one burst."""
 
     def __init__(self, bootstrap: str, topic: str, value, linger_ms: int, burst: int, pause_s: float,
-                 keyed: bool = False) -> None:
+                 keyed: bool = False, partitions: int = 1, config: dict | None = None) -> None:
         from confluent_kafka import Producer
 
         self.topic = topic
@@ -22,6 +23,7 @@ class BackgroundProducer:
         self.producer = Producer({
             "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": linger_ms, "message.timeout.ms": 90000, "reconnect.backoff.max.ms": 200,
+            **(config or {}),
         })
         self.lock = threading.Lock()
         self.acknowledged: dict[int, int] = {}
@@ -30,6 +32,7 @@ class BackgroundProducer:
         self._burst = burst
         self._pause_s = pause_s
         self._keyed = keyed
+        self.partitions = partitions
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
 
@@ -46,7 +49,7 @@ class BackgroundProducer:
             try:
                 self.producer.produce(
                     self.topic, value=self.value(index), key=b"%d" % index if self._keyed else None,
-                    partition=0, on_delivery=lambda error, message, i=index: self._on_delivery(i, error, message))
+                    partition=index % self.partitions, on_delivery=lambda error, message, i=index: self._on_delivery(i, error, message))
             except BufferError:
                 self.producer.poll(0.05)
                 continue
