@@ -68,7 +68,7 @@ def test_a_topic_znode_read_many_times_fires_one_event_when_it_changes():
     client = WatchingClient(topics("a", "b"))
     controller = Controller(1, client, ControllerConfig())
     for _ in range(5):          # five topic changes elsewhere, each reading every topic again
-        controller._read_topics()
+        controller.reads.topics()
     client.change(layout.topic("a"))
     assert controller.events._queue.qsize() == 1
 
@@ -76,7 +76,7 @@ def test_a_topic_znode_read_many_times_fires_one_event_when_it_changes():
 def test_each_kind_of_watch_still_queues_its_own_event():
     client = WatchingClient(topics("a"))
     controller = Controller(1, client, ControllerConfig())
-    controller._read_topics()
+    controller.reads.topics()
     controller.store.get_many([layout.topic("a")], watch=controller._watch("reassign", lambda: None))
     client.change(layout.topic("a"))
     names = sorted(controller.events._queue.get_nowait().name for _ in range(2))
@@ -108,8 +108,6 @@ class WrittenBetweenReads(WatchingClient):
 
 
 def test_failover_never_deletes_a_notification_of_an_isr_change_its_snapshot_missed():
-    from types import SimpleNamespace
-
     from kafkactl.cluster.controller.model import TopicPartition
     from kafkactl.cluster.controller.zk_port import ZkPort
 
@@ -121,7 +119,7 @@ def test_failover_never_deletes_a_notification_of_an_isr_change_its_snapshot_mis
                                  state_path, expanded=state([1, 2]))
     controller = Controller(1, client, ControllerConfig())
     controller._port = ZkPort(controller.store, 1)
-    snapshot, to_delete = controller._read_cluster(SimpleNamespace(epoch=1, zk_version=1))
+    snapshot, to_delete = controller.reads.cluster(1, 1, controller._port.read_partition_states)
     missed = snapshot.partition_states[TopicPartition("t", 0)].isr == [1]
     assert not (missed and to_delete), (
         f"the snapshot has ISR [1] but the notification of [1, 2] is deleted as obsolete: {to_delete}")
