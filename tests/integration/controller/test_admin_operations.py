@@ -67,6 +67,11 @@ def test_preferred_replica_election_moves_leaders_back(start_cluster):
         wait_for(lambda: leader() in (2, 3), 20, "a new leader")
         cluster.up()
         wait_for(lambda: 1 in describe_topics(zk, ["pref"])["pref"][0].isr, 30, "broker 1 back in the ISR")
+        # The controller learns of the leader's ISR change from its
+        # notification, which it deletes once read: until then it still sees
+        # broker 1 out of the ISR, and (as Kafka) gives up on electing it.
+        wait_for(lambda: not zk.get_children(layout.ISR_CHANGE_NOTIFICATION), 30,
+                 "the controller to read the ISR change")
         assert leader() != 1
 
         zk.create(layout.PREFERRED_REPLICA_ELECTION, codecs.encode_partition_list([("pref", 0)]))
