@@ -34,6 +34,12 @@ from kafkactl.cluster.log.manager import LogDir, LogManager
 
 log = logging.getLogger(__name__)
 
+# How long a (re)started broker holds clients' Metadata answers for the
+# controller's first UpdateMetadata (cluster/broker/metadata.py): the
+# controller sends it within a second of the broker's registration, and
+# clients' Metadata timeouts are tens of seconds.
+METADATA_HOLD_S = 5.0
+
 # Kafka's defaults: replica.high.watermark.checkpoint.interval.ms,
 # log.flush.offset.checkpoint.interval.ms, log.flush.start.offset.checkpoint.interval.ms.
 HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5000
@@ -92,7 +98,7 @@ class Broker:
         self.log_manager = LogManager(self._log_dirs(), config.default_log_config(), clock_ms)
         for log_dir in self.log_manager.log_dirs:
             log.info("log dir %s: %s", log_dir.path, log_dir.media)
-        self.metadata = MetadataCache()
+        self.metadata = MetadataCache(hold_until_controller_update_s=METADATA_HOLD_S)
         self.metrics = BrokerMetrics()
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
         self.log_dir_mover = LogDirMover(self.replica_manager, self.log_manager,

@@ -11,11 +11,23 @@ import time
 from kafkactl.cluster.protocol.codec import encode_response
 
 
+class PendingAnswer:
+    """What a handler returns when its answer must wait: an acks=-1 produce
+    whose batches wait for the ISR, a Metadata request that waits for the
+    controller's first UpdateMetadata. `answer` blocks (on the connection's
+    answer sender, never on the thread that reads requests), with a bound,
+    and returns the response object."""
+
+    __slots__ = ()
+
+    def answer(self):
+        raise NotImplementedError
+
+
 class DeferredResponse:
-    """A request that is handled but not yet answerable: an acks=-1 produce
-    whose batches wait for the ISR. `finish` blocks until they are in (or the
-    request times out) and returns the encoded response; the request's
-    latency is counted then."""
+    """A request that is handled but not yet answerable (a PendingAnswer).
+    `finish` blocks until it is and returns the encoded response; the
+    request's latency is counted then."""
 
     __slots__ = ("_pending", "_correlation_id", "_stats", "_started")
 

@@ -28,7 +28,7 @@ from kafkactl.cluster.broker.handlers import (
     unsupported_version,
 )
 from kafkactl.cluster.broker.handlers import control as control_handlers
-from kafkactl.cluster.broker.deferred import DeferredResponse
+from kafkactl.cluster.broker.deferred import DeferredResponse, PendingAnswer
 from kafkactl.cluster.protocol import apis, control
 from kafkactl.cluster.protocol.codec import SplicedResponse, decode_request, encode_response
 from kafkactl.cluster.protocol.framing import FrameError, peek_api
@@ -78,7 +78,7 @@ class Dispatcher:
             stats.errors += 1
             stats.observe(time.perf_counter() - started)
             raise
-        if isinstance(response, produce.PendingCommit):
+        if isinstance(response, PendingAnswer):
             return DeferredResponse(response, correlation_id, stats, started)
         stats.observe(time.perf_counter() - started)
         return response
@@ -101,6 +101,6 @@ class Dispatcher:
             raise FrameError(f"unsupported api_key {api_key} version {api_version}")
         header, request = decode_request(frame, api_key, api_version)
         response = handler(self.services, header, request)
-        if response is None or isinstance(response, (SplicedResponse, produce.PendingCommit)):
+        if response is None or isinstance(response, (SplicedResponse, PendingAnswer)):
             return response
         return encode_response(response, correlation_id)

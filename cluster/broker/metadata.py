@@ -2,10 +2,20 @@
 
 Request handlers read `MetadataCache.snapshot` without locks; the one thread
 that refreshes metadata builds a new snapshot and replaces the reference.
+
+Until the controller's first UpdateMetadata reaches a (re)started broker its
+snapshot lists no broker and no topic. Answering Metadata from it tells
+clients that every topic has no partitions and no leader (Kafka's ZooKeeper
+broker has the same window, only shorter), and librdkafka producers were
+seen to stall on such an answer (the admin soak, issue 12). So a broker holds
+clients' Metadata answers until that first update, for at most
+`hold_until_controller_update_s` (the controller may be gone; then the
+answer is what the broker has).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
@@ -40,11 +50,30 @@ class MetadataSnapshot:
 
 
 class MetadataCache:
-    def __init__(self) -> None:
+    """`hold_until_controller_update_s` 0: no hold (a cache filled by hand)."""
+
+    def __init__(self, hold_until_controller_update_s: float = 0.0) -> None:
         self.snapshot = MetadataSnapshot()
+        self.hold_until_controller_update_s = hold_until_controller_update_s
+        self._controller_updated = threading.Event()
+        if hold_until_controller_update_s <= 0:
+            self._controller_updated.set()
 
     def replace(self, snapshot: MetadataSnapshot) -> None:
         self.snapshot = snapshot
+
+    def replace_from_controller(self, snapshot: MetadataSnapshot) -> None:
+        """An UpdateMetadata from the controller: held Metadata answers go out."""
+        self.snapshot = snapshot
+        self._controller_updated.set()
+
+    def controller_updated(self) -> bool:
+        return self._controller_updated.is_set()
+
+    def wait_for_controller_update(self) -> bool:
+        """Block (not on a request thread: see handlers/metadata.py) until the
+        first UpdateMetadata, at most the hold; True if it came."""
+        return self._controller_updated.wait(self.hold_until_controller_update_s)
 
 
 LEADER_DURING_DELETE = -2

@@ -105,7 +105,7 @@ def update_metadata(services, header, request):
     if request.controller_epoch < current.controller_epoch:
         return control.UpdateMetadataResponse(error_code=ErrorCode.stale_controller_epoch)
     snapshot = metadata_from_update(current, request)
-    services.metadata.replace(snapshot)
+    services.metadata.replace_from_controller(snapshot)
     services.replica_manager.update_broker_endpoints(
         {b.broker_id: (b.host, b.port) for b in snapshot.brokers.values()})
     return control.UpdateMetadataResponse(error_code=ErrorCode.none)

@@ -7,6 +7,9 @@ clients had no other way to learn of them); version 1 and later list every
 replica and ISR member as they are, with error NONE, and from version 5 name
 the unavailable ones in `offline_replicas`. A leader that is not alive is
 LEADER_NOT_AVAILABLE with leader -1 in every version.
+
+A broker that has not yet had the controller's first UpdateMetadata holds
+the answer until it has, with a bound (cluster/broker/metadata.py says why).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.admin.replica_assignment import AssignmentError
 from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
+from kafkactl.cluster.broker.deferred import PendingAnswer
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.zk.codecs import topic_id_from_string
@@ -26,6 +30,28 @@ log = logging.getLogger(__name__)
 
 
 def handle(services, header, request):
+    if not services.metadata.controller_updated():
+        return HeldMetadata(services, header, request)
+    return _answer(services, header, request)
+
+
+class HeldMetadata(PendingAnswer):
+    """A Metadata request that came before the controller's first UpdateMetadata."""
+
+    __slots__ = ("_services", "_header", "_request")
+
+    def __init__(self, services, header, request) -> None:
+        self._services = services
+        self._header = header
+        self._request = request
+
+    def answer(self):
+        if not self._services.metadata.wait_for_controller_update():
+            log.warning("no UpdateMetadata from a controller yet: answering Metadata with what this broker has")
+        return _answer(self._services, self._header, self._request)
+
+
+def _answer(services, header, request):
     cls = response_class(3, header.api_version)
     snapshot = services.metadata.snapshot
     requested = _requested_topics(header.api_version, request)

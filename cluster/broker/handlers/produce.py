@@ -28,6 +28,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.broker.deferred import PendingAnswer
 from kafkactl.cluster.broker.partition import AppendResult
 from kafkactl.cluster.broker.handlers.services import not_hosted_error
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
@@ -78,7 +79,7 @@ def _close_if_refused(header, results) -> None:
                               f"closing the connection so the client notices: {refused}")
 
 
-class PendingCommit:
+class PendingCommit(PendingAnswer):
     """An acks=-1 produce request whose batches are appended (or refused).
 
     Holds only the append results: the request's record views belong to the
