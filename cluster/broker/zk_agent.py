@@ -1,6 +1,7 @@
 """The broker's own ZooKeeper side: registration, topic and broker configs, ISR writes.
 
-One thread (`zk-agent`) owns registration and config reads. ZooKeeper
+One thread (`zk-agent`) owns registration, config reads and topic
+auto-creation (topic_auto_creation.py). ZooKeeper
 watches and connection state changes never do work themselves: they set a
 flag (a bounded queue of one, which also debounces bursts) and the agent
 thread re-reads what changed. Leadership and metadata are not read here:
@@ -22,6 +23,7 @@ from kafkactl.cluster.admin import topics as admin_topics
 from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
 from kafkactl.cluster.broker.isr_writer import PartitionStateConflict, PartitionStateStore
+from kafkactl.cluster.broker.topic_auto_creation import TopicAutoCreator
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk import client as zk_client
 
@@ -52,6 +54,8 @@ class ZkAgent:
         self.broker_epoch = -1
         self.cluster_id: str | None = None
         self._dirty = threading.Event()
+        # Metadata requests wish topics into existence; this thread creates them.
+        self.auto_creator = TopicAutoCreator(self.auto_create_topic, self._dirty.set)
         self._session_lost = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,6 +113,7 @@ class ZkAgent:
                     log.warning("ZooKeeper session expired: registering again")
                     self._register()
                 if self.client.connected:
+                    self.auto_creator.create_pending()
                     self.refresh()
             except Exception:
                 log.exception("metadata refresh failed; retrying")

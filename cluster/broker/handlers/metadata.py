@@ -19,9 +19,9 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.admin.replica_assignment import AssignmentError
 from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
 from kafkactl.cluster.broker.deferred import PendingAnswer
+from kafkactl.cluster.broker.topic_auto_creation import Wish
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.zk.codecs import topic_id_from_string
@@ -129,15 +129,6 @@ def _missing_topic_error(services, snapshot, name: str, allow_auto_create: bool)
     config = services.config
     if not (allow_auto_create and config.auto_create_topics_enable) or name in snapshot.deleting_topics:
         return ErrorCode.unknown_topic_or_partition
-    try:
-        # The live brokers come from ZooKeeper, as Kafka's AdminZkClient does:
-        # this broker's metadata may not list a broker that just started.
-        created = services.zk_agent.auto_create_topic(
-            name, config.num_partitions, config.default_replication_factor)
-    except AssignmentError as error:
-        log.warning("cannot auto-create topic %s: %s", name, error)
-        return ErrorCode.invalid_replication_factor
-    if created:
-        log.info("auto-created topic %s with %s partitions", name, config.num_partitions)
-    # Kafka answers LEADER_NOT_AVAILABLE while the new topic's leaders are elected.
-    return ErrorCode.leader_not_available
+    # The zk-agent creates it (topic_auto_creation.py): no ZooKeeper call here.
+    wish = Wish(name, config.num_partitions, config.default_replication_factor)
+    return services.zk_agent.auto_creator.request(wish)

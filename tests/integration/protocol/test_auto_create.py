@@ -52,3 +52,24 @@ def test_auto_create_disabled_creates_nothing(start_cluster):
     finally:
         zk.stop()
         zk.close()
+
+
+def test_auto_create_beyond_the_live_brokers_answers_invalid_replication_factor(start_cluster):
+    """The creation runs on the zk-agent thread: the first answer is
+    LEADER_NOT_AVAILABLE, the next ones INVALID_REPLICATION_FACTOR, and no
+    topic znode is written."""
+    _, status = start_cluster(brokers=1, overrides={"default.replication.factor": "3"})
+    client = WireClient(status.broker(1).host, status.broker(1).port)
+    assert metadata(client, "too-wide").error_code == ErrorCode.leader_not_available
+    deadline = time.monotonic() + 10
+    while (error := metadata(client, "too-wide").error_code) == ErrorCode.leader_not_available \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert error == ErrorCode.invalid_replication_factor
+    zk = KazooClient(hosts=status.zookeeper_connect, timeout=10)
+    zk.start(timeout=10)
+    try:
+        assert zk.exists(layout.topic("too-wide")) is None
+    finally:
+        zk.stop()
+        zk.close()
