@@ -155,3 +155,31 @@ def test_other_errors_in_a_handler_are_logged_and_the_controller_goes_on(caplog)
     controller.events.process_queued()
     assert not halted and controller.context is not None
     assert "controller event TopicChange failed" in caplog.text
+
+
+class NeverAnswers:
+    """A ZooKeeper that takes requests and never answers them."""
+
+    client_id = (42, b"")
+
+    def get_async(self, path, watch=None):
+        return SimpleNamespace(get=lambda timeout=None: (time.sleep(timeout if timeout is not None else 3600),
+                                                         _raise_timeout())[1])
+
+    delete_async = get_async
+
+
+def _raise_timeout():
+    from kazoo.handlers.threading import KazooTimeoutError
+    raise KazooTimeoutError()
+
+
+def test_no_zookeeper_call_of_the_controller_blocks_the_event_thread_for_ever():
+    controller = Controller(1, NeverAnswers(), ControllerConfig())
+    controller.store.timeout_s = 0.05
+    started = time.monotonic()
+    assert controller._controller_holder() is None
+    assert controller._remove_own_stale_controller_znode() is None
+    with pytest.raises(Exception):
+        controller._delete_own_controller_znode()
+    assert time.monotonic() - started < 2
