@@ -32,12 +32,14 @@ def main(argv: list[str] | None = None) -> int:
         log.warning(warning)
 
     # Imported after the config is read, so a bad config fails fast and cheap.
+    from kafkactl.cluster import fatal
     from kafkactl.cluster.broker.broker import Broker
     from kafkactl.cluster.broker.zk_agent import RegistrationError
     from kafkactl.cluster.log.errors import KafkaStorageError
     from kafkactl.cluster.zk.client import ZooKeeperUnavailable
 
     raise_open_files_limit(log)
+    fatal.install_thread_hook()    # an InvariantViolation that ends a thread ends the process
     broker = Broker(config)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -48,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("broker failed to start: %s", error)  # an operating error: no traceback
         return 1
     except Exception as error:
+        fatal.halt_if_fatal(error, "broker start-up")
         log.exception("broker failed to start: %s", error)
         return 1
     # A timed wait: a process-directed SIGTERM may land on any thread; CPython

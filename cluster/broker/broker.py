@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker import dynamic_config
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.controlled_shutdown import controlled_shutdown
@@ -280,7 +281,8 @@ class Broker:
                 last_run_ms[name] = now_ms
                 try:
                     task(now_ms)
-                except Exception:
+                except Exception as error:
+                    fatal.halt_if_fatal(error, f"housekeeping task {name}")
                     log.exception("housekeeping task %s failed; will retry", name)
 
 

@@ -18,6 +18,7 @@ from functools import cache
 
 from kio.serial import entity_reader, entity_writer
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker.network import recv_exactly_into
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.control_writer import EncodedRequest
@@ -139,6 +140,7 @@ class BrokerClient:
             self.close()
             raise
         except Exception as error:  # kio's native reader raises several kinds
+            fatal.halt_if_fatal(error, f"decoding {cls.__name__}")
             self.close()
             raise BrokerConnectionError(f"malformed {cls.__name__}: {error}") from error
 

@@ -45,6 +45,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.zk.codecs import PartitionState
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ class PartitionStateStore:
             try:
                 results.append(self.write_partition_state(*write))
             except Exception as error:  # reported per write, as the batched call does
+                fatal.halt_if_fatal(error, "ISR write")
                 results.append(error)
         return results
 
@@ -228,7 +230,8 @@ class IsrWriter:
                 return
             try:
                 self._write(batch)
-            except Exception:   # a bug: keep the thread; the proposals retry after a backoff
+            except Exception as error:   # a bug: keep the thread; the proposals retry after a backoff
+                fatal.halt_if_fatal(error, "ISR writer")
                 log.exception("ISR writer failed on %d proposals; retrying", len(batch))
                 now_ms = self.clock_ms()
                 for proposal in batch:
@@ -275,6 +278,7 @@ class IsrWriter:
                 results = self.store.write_many(
                     [(p.partition.topic, p.partition.index, p.state, p.expected_zk_version) for p in writes])
             except Exception as error:   # the whole batch failed before any answer: every outcome unknown
+                fatal.halt_if_fatal(error, "ISR writes")
                 results = [error] * len(writes)
             for proposal, result in zip(writes, results):
                 partition = proposal.partition
@@ -302,6 +306,7 @@ class IsrWriter:
         try:
             current = self.store.read_partition_state(partition.topic, partition.index)
         except Exception as error:   # retried after a backoff; the proposal stays pending
+            fatal.halt_if_fatal(error, "ISR writer's state read")
             log.warning("%s-%s: cannot read the partition state: %s", partition.topic, partition.index, error)
             proposal.unknown = True
             self._retry_later(proposal, self.clock_ms())
@@ -336,4 +341,5 @@ class IsrWriter:
         try:
             self.store.notify_many([(p.topic, p.index) for p in partitions])
         except Exception as error:  # best effort: the controller also reads the state znodes
+            fatal.halt_if_fatal(error, "ISR change notification")
             log.warning("ISR change notification of %d partitions failed: %s", len(partitions), error)

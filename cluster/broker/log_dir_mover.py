@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.log.errors import LogError
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,8 @@ class LogDirMover:
         while not self._stop.is_set():
             try:
                 busy = self.run_once()
-            except Exception:
+            except Exception as error:
+                fatal.halt_if_fatal(error, "log dir mover")
                 log.exception("log dir mover failed; retrying")
                 self._stop.wait(ERROR_BACKOFF_S)
                 continue

@@ -31,6 +31,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from kafkactl.cluster import fatal
+
 log = logging.getLogger(__name__)
 
 TICK_INTERVAL_S = 5.0          # Yammer's meters tick every 5 s
@@ -390,7 +392,8 @@ def _handler(render: Callable[[], str], timeout_s: float):
                 return
             try:
                 body = render().encode("utf-8")
-            except Exception:
+            except Exception as error:
+                fatal.halt_if_fatal(error, "metrics page")
                 log.exception("building the metrics page failed")
                 self._reply(500, b"internal error\n", "text/plain; charset=utf-8")
                 return

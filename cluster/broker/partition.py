@@ -28,8 +28,9 @@ from kio.schema.errors import ErrorCode
 from kafkactl.cluster.broker import isr as isr_rules
 from kafkactl.cluster.broker.fetch_session import PartitionChanges
 from kafkactl.cluster.broker.isr_writer import IsrProposal
+from kafkactl.cluster.errors import KafkaError
 from kafkactl.cluster.invariant import invariant
-from kafkactl.cluster.log.errors import LogClosedError
+from kafkactl.cluster.log.errors import LogClosedError, OffsetOutOfRangeError
 from kafkactl.cluster.zk.codecs import PartitionState
 
 
@@ -245,7 +246,7 @@ class Partition:
         # record, and followers' fetches and ISR changes wait on that lock.
         try:
             headers = self.log.check_produce(records)
-        except Exception as error:
+        except KafkaError as error:
             return refused(error)
         with self.lock:
             if not self.is_leader:
@@ -256,7 +257,7 @@ class Partition:
             self._note_change()   # before the log end moves (a failed append only costs a look)
             try:
                 info = self.log.append_as_leader(records, self.leader_epoch, headers)
-            except Exception as error:
+            except KafkaError as error:
                 return refused(error)
             self._maybe_advance_high_watermark()
             return AppendResult(ErrorCode.none, info.first_offset, self.log.log_start_offset,
@@ -310,10 +311,8 @@ class Partition:
                 raise
             # A move between log dirs swapped the log under this read: read the new one.
             return self.read(fetch_offset, max_bytes, current_leader_epoch, min_one_batch, follower_id)
-        except Exception as error:
-            if getattr(error, "error_code", None) == ErrorCode.offset_out_of_range.value:
-                return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)
-            raise
+        except OffsetOutOfRangeError:
+            return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)
         region = getattr(data, "region", data) if data is not None else None
         size = region.length if region is not None else 0
         return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, region if size else None, size)
@@ -481,10 +480,7 @@ class Partition:
         self.future_log = None
 
 
-def refused(error: Exception) -> AppendResult:
-    """A produce the log refused, with Kafka's error code; other errors propagate."""
-    code = getattr(error, "error_code", None)
-    if code is None:
-        raise error
-    return AppendResult(ErrorCode(code), message=str(error),
+def refused(error: KafkaError) -> AppendResult:
+    """A produce the log refused, with Kafka's error code (other errors propagate)."""
+    return AppendResult(ErrorCode(error.error_code), message=str(error),
                         record_errors=tuple(getattr(error, "record_errors", ())))

@@ -38,6 +38,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_v4
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker.broker_client import BrokerClient, BrokerConnectionError
 from kafkactl.cluster.broker.fetcher_session import FetchPlan, FetchSessionState, Position, Positions
 from kafkactl.cluster.broker.truncation import truncation_for
@@ -225,7 +226,8 @@ class ReplicaFetcherThread:
             self._stopping.wait(self._connect_backoff_s)
             self._connect_backoff_s = min(self._connect_backoff_s * 2,
                                           self.config.connect_backoff_max_ms / 1000)
-        except Exception:  # a bug or a broken log: keep the thread, slow it down
+        except Exception as error:  # a bug or a broken log: keep the thread, slow it down
+            fatal.halt_if_fatal(error, f"fetcher from broker {self.source_broker_id}")
             log.exception("fetcher from broker %s failed; backing off", self.source_broker_id)
             self._stopping.wait(self.config.fetch_backoff_ms / 1000)
 

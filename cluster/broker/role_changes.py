@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker.replica_fetcher import PartitionFetchState
+from kafkactl.cluster.errors import KafkaError
 from kafkactl.cluster.log.errors import LogError
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ class LeaderAndIsrState(NamedTuple):
     leader_recovery_state: int = 0
 
 
-class StaleControllerEpochError(Exception):
+class StaleControllerEpochError(KafkaError):
     """A control request from a controller older than one already heard from."""
 
     error_code = ErrorCode.stale_controller_epoch
@@ -115,7 +117,8 @@ class LeadershipEvents:
                             listener.on_election(topic, partition, leader_epoch)
                         else:
                             listener.on_resignation(topic, partition, leader_epoch)
-                    except Exception:   # a listener's bug must not fail the controller's request
+                    except Exception as error:   # a listener's bug must not fail the controller's request
+                        fatal.halt_if_fatal(error, f"leadership listener {listener!r}")
                         log.exception("leadership listener %r failed on %s-%s", listener, topic, partition)
 
 

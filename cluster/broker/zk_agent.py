@@ -19,6 +19,7 @@ from typing import Callable
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.admin import topics as admin_topics
 from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
 from kafkactl.cluster.broker.config import BrokerConfig, advertised_endpoint
@@ -86,6 +87,7 @@ class ZkAgent:
             try:
                 zk_client.wait(self.client.delete_async(layout.broker(self.config.broker_id)), 2.0)
             except Exception as error:  # the session may already be gone; closing removes it anyway
+                fatal.halt_if_fatal(error, "deregistration")
                 log.info("deregistration: %s", error)
             zk_client.close(self.client)
 
@@ -115,7 +117,8 @@ class ZkAgent:
                 if self.client.connected:
                     self.auto_creator.create_pending()
                     self.refresh()
-            except Exception:
+            except Exception as error:
+                fatal.halt_if_fatal(error, "metadata refresh")
                 log.exception("metadata refresh failed; retrying")
                 time.sleep(0.5)
                 self._dirty.set()
@@ -309,6 +312,7 @@ class ZkAgent:
                 data, stat = zk_client.wait(read, ZK_CALL_TIMEOUT_S)
                 current = codecs.decode_partition_state(path, data, stat.version)
             except Exception as error:
+                fatal.halt_if_fatal(error, f"reading {path}")
                 results[i] = _conflict_or(error, path)
                 continue
             if (stat.version, current.leader, current.leader_epoch) != (expected, state.leader, state.leader_epoch):
@@ -320,6 +324,7 @@ class ZkAgent:
             try:
                 results[i] = zk_client.wait(future, ZK_CALL_TIMEOUT_S).version
             except Exception as error:
+                fatal.halt_if_fatal(error, f"writing {path}")
                 results[i] = _conflict_or(error, path)
         return results
 

@@ -1,7 +1,7 @@
 """The controller: one broker elected through ZooKeeper that decides leadership.
 
-Two halves. The I/O layer (event_manager, zk_store, channel, controller)
-owns threads, ZooKeeper and sockets. The decision core (everything else
+Two halves. The I/O layer (events, event_manager, zk_store, channel,
+controller, step_timing) owns threads, ZooKeeper and sockets. The decision core (everything else
 here) is pure: no I/O, no clocks, no randomness, and it never changes what
 it is given.
 
@@ -47,8 +47,10 @@ decisions.py             every operation, one import away:
     preferred.py         on_preferred_replica_election, on_auto_leader_rebalance
     shutdown.py          on_controlled_shutdown
     isr_change.py        on_isr_change
+    offline_dirs.py      on_leader_and_isr_response (replicas answered KAFKA_STORAGE_ERROR go offline)
 changes.py, builder.py, requests.py   shared per-partition steps, DecisionBuilder, request batching
 execution.py             apply_results, adopt_reread_states, execute, ZkPort
+events.py                the typed events the I/O layer queues (Kafka's names), with preempt
 invariants.py            check_invariants(context, previous)
 zk_reads.py              the I/O layer's ZooKeeper reads and the watches they leave (shared with the simulation)
 simulation/, testing.py  a seeded simulation (fake ZooKeeper with watches, fake brokers, admin, checks,

@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker.broker_client import BrokerClient
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ class _BrokerSender:
                 request = item.request() if callable(item.request) else item.request
                 frame, correlation_id = self._client.encode(request)
         except Exception as error:   # a bug in building it: fail this request only
+            fatal.halt_if_fatal(error, f"building a request to broker {self.endpoint.broker_id}")
             log.exception("building a request to broker %s failed", self.endpoint.broker_id)
             _call(item.callback, None, error)
             return
@@ -135,7 +137,8 @@ def _call(callback: Callback | None, response, error: Exception | None) -> None:
         return
     try:
         callback(response, error)
-    except Exception:
+    except Exception as error:
+        fatal.halt_if_fatal(error, "controller channel callback")
         log.exception("controller channel callback failed")
 
 

@@ -2,41 +2,56 @@
 
 Every broker runs one `Controller`; the one that wins the election through
 ZooKeeper is active. ZooKeeper watches, broker responses, timers and
-controlled-shutdown requests only enqueue events (`ControllerEventManager`);
-the single event thread reads what changed, asks the core for a `Decision`
-and carries it out with `execution.execute`: fenced ZooKeeper writes through
-`ZkPort`, requests to brokers through `ControllerChannel`.
+controlled-shutdown requests only enqueue typed events (events.py) on the
+`ControllerEventManager`; the single event thread hands each to `process`,
+which dispatches it by type: the handler reads what changed, asks the core
+for a `Decision` and carries it out with `execution.execute`: fenced
+ZooKeeper writes through `ZkPort`, requests to brokers through
+`ControllerChannel`.
+
+Rules: an event that needs an active controller is preempted when there is
+none (a controlled shutdown is answered NOT_CONTROLLER); resigning preempts
+the queued ones. Every ZooKeeper call made here has a timeout (the store's):
+none may hold the event thread forever. An InvariantViolation on the event
+thread is fatal: the controller gives up /controller, then halts the process
+(fatal.py), since the state it decides from cannot be trusted.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.controller import (
-    broker_change, deletion, failover, isr_change, preferred, reassignment, shutdown, topic_change, zk_reads,
+    broker_change, deletion, failover, isr_change, offline_dirs, preferred, reassignment, shutdown, topic_change,
 )
+from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.channel import BrokerEndpoint, ControllerChannel
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext
 from kafkactl.cluster.controller.event_manager import ControllerEventManager
+from kafkactl.cluster.controller.events import ControllerEvent, ShutdownAnswer
 from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
 from kafkactl.cluster.controller.model import (
     ControlledShutdownReply, ControllerFencedError, LeaderAndIsr, StopReplica, TopicPartition,
 )
-from kafkactl.cluster.controller.wire import SEND_ORDER, response_class, wire_request
+from kafkactl.cluster.controller.step_timing import PausedCollector, StepTimer, TimedPort
+from kafkactl.cluster.controller.wire import SEND_ORDER, response_class, storage_errors, wire_request
 from kafkactl.cluster.controller.zk_port import ZkPort
 from kafkactl.cluster.controller.zk_reads import ControllerReads
 from kafkactl.cluster.controller.zk_store import ZkControllerStore
+from kafkactl.cluster.invariant import InvariantViolation
 from kafkactl.cluster.zk import codecs, layout
+from kafkactl.cluster.zk.client import wait
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +61,15 @@ CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 class Controller:
     def __init__(self, broker_id: int, client, config: ControllerConfig,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 leader_imbalance_check_interval_s: float = 300.0) -> None:
+                 leader_imbalance_check_interval_s: float = 300.0,
+                 halt: Callable[[str, BaseException], None] = fatal.halt) -> None:
         self.broker_id = broker_id
         self.client = client
         self.config = config
         self.clock_ms = clock_ms
         self.store = ZkControllerStore(client)
-        self.events = ControllerEventManager()
+        self._halt = halt
+        self.events = ControllerEventManager(self.process, on_fatal=self._on_fatal)
         self.reads = ControllerReads(self.store, self._watch_event)
         self.context: ControllerContext | None = None   # owned by the event thread
         self.channel: ControllerChannel | None = None
@@ -60,7 +77,7 @@ class Controller:
         self._rebalance_interval_s = leader_imbalance_check_interval_s
         self._stopping = threading.Event()
         self._active = False
-        self._watchers: dict[str, Callable] = {}       # see _watch
+        self._watchers: dict[ControllerEvent, Callable] = {}       # see _watch
         # Reassigning partitions whose state znode has our watch (event thread only).
         self._state_watched: set[TopicPartition] = set()
         # State znodes whose watch fired and that were not read since: the
@@ -69,6 +86,21 @@ class Controller:
         # (a context copy) each. Shared with kazoo's thread, hence the lock.
         self._states_changed: set[str] = set()
         self._states_changed_lock = threading.Lock()
+        # The dispatch table: one handler per type of event (events.py).
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            ev.ControllerChange: self._elect_or_resign, ev.Reelect: self._elect_or_resign,
+            ev.SessionExpired: self._resign, ev.Resign: self._resign,
+            ev.BrokerChange: self._on_broker_change, ev.TopicChange: self._on_topic_change,
+            ev.TopicDeletion: self._on_delete_topics, ev.PartitionReassignment: self._on_reassignment,
+            ev.PreferredReplicaElection: self._on_preferred, ev.IsrChangeNotification: self._on_isr_change,
+            ev.ConfigChange: self._on_config_change,
+            ev.WatchReassigningStates: self._on_watch_reassigning,
+            ev.PartitionReassignmentIsrChange: self._on_partition_states,
+            ev.AutoPreferredReplicaLeaderElection: self._on_auto_rebalance,
+            ev.ControlledShutdown: self._on_controlled_shutdown,
+            ev.StopReplicaResponseReceived: self._on_stop_replica_response,
+            ev.LeaderAndIsrResponseReceived: self._on_leader_and_isr_response,
+        }
 
     # --- lifecycle (any thread)
 
@@ -80,8 +112,8 @@ class Controller:
 
     def stop(self) -> None:
         self._stopping.set()
-        self.events.put("resign", self._resign)
-        self.events.stop()
+        self.events.put(ev.Resign())
+        self.events.stop()          # what is still queued is preempted
         if self.channel is not None:
             self.channel.shutdown()
 
@@ -92,55 +124,68 @@ class Controller:
 
     def _on_controller_znode(self, data, stat) -> None:
         if not self._stopping.is_set():
-            self.events.put("controller-change", self._elect_or_resign)
+            self.events.put(ev.ControllerChange())
 
     def _on_session_state(self, state) -> None:
         if state == KazooState.LOST:
-            self.events.put("session-expired", self._resign)
+            self.events.put(ev.SessionExpired())
         elif state == KazooState.CONNECTED:
-            self.events.put("reconnected", self._elect_or_resign)
+            self.events.put(ev.Reelect())
 
-    def _watch(self, name: str, handler: Callable[[], None]):
-        """The watcher of event `name`: one object per name, made once. kazoo
+    def _watch(self, event: ControllerEvent):
+        """The watcher of `event`: one object per event, made once. kazoo
         keeps a path's watchers in a set and calls all of them on a change, so
         re-reading a znode with the same object arms it once; a new object per
         read piled up on every znode that did not change (all topic znodes are
         read again on each topic change), and its next change fired them all:
         storms of topic-change events, each piling up more, that held admin
         events back for seconds to minutes and filled the queue."""
-        watcher = self._watchers.get(name)
+        watcher = self._watchers.get(event)
         if watcher is None:
-            watcher = lambda _event=None: self.events.put(name, lambda: self._if_active(handler))  # noqa: E731
-            self._watchers[name] = watcher
+            watcher = lambda _event=None: self.events.put(event)  # noqa: E731
+            self._watchers[event] = watcher
         return watcher
 
     def _watch_event(self, name: str):
-        """A new watch callback for ControllerReads: queues the handler of `name`."""
-        handlers = {
-            zk_reads.BROKER_CHANGE: self._on_broker_change, zk_reads.TOPIC_CHANGE: self._on_topic_change,
-            zk_reads.DELETE_TOPICS: self._on_delete_topics, zk_reads.REASSIGN: self._on_reassignment,
-            zk_reads.PREFERRED_ELECTION: self._on_preferred, zk_reads.ISR_CHANGE: self._on_isr_change,
-            zk_reads.CONFIG_CHANGE: self._on_config_change,
-        }
-        return self._watch(name, handlers[name])
+        """A new watch callback for ControllerReads: queues the event of `name`."""
+        return self._watch(ev.WATCH_EVENTS[name])
 
     def _rebalance_timer(self) -> None:
         while not self._stopping.wait(self._rebalance_interval_s):
             if self.config.auto_leader_rebalance_enable:
-                self.events.put("auto-leader-rebalance",
-                                lambda: self._if_active(lambda: self._run(preferred.on_auto_leader_rebalance)))
+                self.events.put(ev.AutoPreferredReplicaLeaderElection())
 
-    # --- event handlers (event thread)
+    # --- the event thread
 
-    def _if_active(self, handler: Callable[[], None]) -> None:
-        if self.context is not None:
-            try:
-                handler()
-            except ControllerFencedError as error:
-                log.warning("controller %s fenced: %s", self.broker_id, error)
-                self._resign()
+    def process(self, event: ControllerEvent) -> None:
+        """Kafka's ControllerEventProcessor.process: dispatch by type."""
+        handler = self._handlers[type(event)]
+        if not event.needs_active:
+            handler(event)
+            return
+        if self.context is None:
+            event.preempt()
+            return
+        try:
+            handler(event)
+        except ControllerFencedError as error:
+            log.warning("controller %s fenced: %s", self.broker_id, error)
+            self._resign()
 
-    def _elect_or_resign(self) -> None:
+    def _on_fatal(self, violation: InvariantViolation, event: ControllerEvent) -> None:
+        """The state this thread owns broke a guaranteed property, possibly
+        after some of a decision went to ZooKeeper: decide nothing more. Give
+        up /controller first (another broker takes over at once instead of
+        after this session's timeout), then halt."""
+        self.context = None
+        self._active = False
+        try:
+            self._delete_own_controller_znode()
+        except Exception as error:   # the halt below matters more
+            log.error("could not give up /controller: %s", error)
+        self._halt(f"controller {self.broker_id}, event {event.name}: invariant violated: {violation}", violation)
+
+    def _elect_or_resign(self, _event: ControllerEvent | None = None) -> None:
         holder = self._controller_holder()
         if self.context is not None and holder != self.broker_id:
             self._resign()
@@ -157,26 +202,35 @@ class Controller:
         registration and listening port, so that process is gone: delete the
         node (conditionally) instead of waiting out the dead session."""
         try:
-            _, stat = self.client.get(layout.CONTROLLER)
+            _, stat = wait(self.client.get_async(layout.CONTROLLER), self.store.timeout_s)
             if stat.ephemeralOwner == self.client.client_id[0]:
                 return self.broker_id
-            self.client.delete(layout.CONTROLLER, version=stat.version)
+            wait(self.client.delete_async(layout.CONTROLLER, version=stat.version), self.store.timeout_s)
             log.info("removed the /controller znode of a previous process of broker %s", self.broker_id)
         except Exception as error:  # gone already, or changed: read again
+            fatal.halt_if_fatal(error, "stale /controller check")
             log.info("stale /controller check: %s", error)
         return self._controller_holder()
 
+    def _delete_own_controller_znode(self) -> None:
+        _, stat = wait(self.client.get_async(layout.CONTROLLER), self.store.timeout_s)
+        if stat.ephemeralOwner == self.client.client_id[0]:
+            wait(self.client.delete_async(layout.CONTROLLER, version=stat.version), self.store.timeout_s)
+
     def _controller_holder(self) -> int | None:
         try:
-            data, _ = self.client.get(layout.CONTROLLER)
+            data, _ = wait(self.client.get_async(layout.CONTROLLER), self.store.timeout_s)
             return codecs.decode_controller(data)
-        except Exception:
+        except Exception as error:
+            fatal.halt_if_fatal(error, "reading /controller")
             return None
 
     def _on_become_controller(self, won) -> None:
         log.info("broker %s is the controller at epoch %s", self.broker_id, won.epoch)
         self.channel = ControllerChannel(self.broker_id)
         self._port = ZkPort(self.store, won.epoch)
+        with self._states_changed_lock:   # noted by a previous term's watches: this one reads afresh
+            self._states_changed.clear()
         snapshot, notifications = self.reads.cluster(won.epoch, won.zk_version, self._port.read_partition_states)
         self.context = failover.load_context(snapshot, self.broker_id, self.config)
         self._sync_channel()
@@ -187,7 +241,7 @@ class Controller:
         except ControllerFencedError:
             self._resign()
 
-    def _resign(self) -> None:
+    def _resign(self, _event: ControllerEvent | None = None) -> None:
         if self.context is None:
             return
         log.info("broker %s resigns as controller", self.broker_id)
@@ -197,19 +251,24 @@ class Controller:
         if self.channel is not None:
             self.channel.shutdown()
             self.channel = None
+        # Work queued for the controller this broker no longer is: answered
+        # (a controlled shutdown: NOT_CONTROLLER) or dropped, not left waiting.
+        preempted = self.events.preempt(lambda event: event.needs_active)
+        if preempted:
+            log.info("controller %s: %d queued events preempted", self.broker_id, preempted)
 
     # --- carrying out decisions
 
     def _run(self, decide: Callable[[ControllerContext], object], check_all: bool = False) -> list:
         """Make a decision and carry it out; invariants are checked after each
         step, on the partitions it changed (everything with `check_all`)."""
-        timer = _StepTimer(time.monotonic())
-        collector = _PausedCollector()
+        timer = StepTimer(time.monotonic())
+        collector = PausedCollector()
         try:
             decision = decide(self.context)
             timer.decided_s = time.monotonic()
             before = self.context
-            context, replies = execute(self.context, decision, _TimedPort(self._port, timer),
+            context, replies = execute(self.context, decision, TimedPort(self._port, timer),
                                        lambda requests: self._send(requests, timer),
                                        on_outcome=lambda ctx, waiting: check_invariants(
                                            ctx, before, waiting, only_changed=not check_all))
@@ -232,7 +291,7 @@ class Controller:
         for registration in registrations.values():
             self.channel.add_broker(BrokerEndpoint(registration.broker_id, registration.host, registration.port))
 
-    def _send(self, requests, timer: "_StepTimer | None" = None) -> None:
+    def _send(self, requests, timer: "StepTimer | None" = None) -> None:
         if timer is not None:
             timer.sent(len(requests))
         # LeaderAndIsr to every broker before any UpdateMetadata, the broker
@@ -242,24 +301,37 @@ class Controller:
         for request in sorted(requests, key=_send_priority):
             log.info("controller %s: %s to broker %s (%d partitions)", self.broker_id,
                      type(request).__name__, request.broker_id, len(request.partitions))
-            callback = self._stop_replica_callback(request) if isinstance(request, StopReplica) and request.delete else None
-            self.channel.send(request.broker_id, partial(wire_request, request), response_class(request), callback)
+            self.channel.send(request.broker_id, partial(wire_request, request), response_class(request),
+                              self._response_callback(request))
 
-    def _stop_replica_callback(self, request: StopReplica):
-        def on_response(response, error) -> None:
-            if error is not None:
-                return  # the broker went away; its death marks the deletion ineligible
-            errors = {TopicPartition(e.topic_name, e.partition_index): int(e.error_code)
-                      for e in response.partition_errors}
-            if response.error_code != ErrorCode.none:
-                errors = {p.topic_partition: int(response.error_code) for p in request.partitions}
-            self.events.put("stop-replica-response", lambda: self._if_active(lambda: self._run(
-                lambda ctx: deletion.on_stop_replica_response(ctx, request.broker_id, request.broker_epoch, errors))))
-        return on_response
+    def _response_callback(self, request):
+        """What a response queues (sender thread): the responses the core acts on."""
+        if isinstance(request, LeaderAndIsr):
+            return partial(self._on_leader_and_isr_answer, request)
+        if isinstance(request, StopReplica) and request.delete:
+            return partial(self._on_stop_replica_answer, request)
+        return None
 
-    # --- what each watch does (event thread, active controller only)
+    def _on_stop_replica_answer(self, request: StopReplica, response, error) -> None:
+        if error is not None:
+            return  # the broker went away; its death marks the deletion ineligible
+        errors = {TopicPartition(e.topic_name, e.partition_index): int(e.error_code)
+                  for e in response.partition_errors}
+        if response.error_code != ErrorCode.none:
+            errors = {p.topic_partition: int(response.error_code) for p in request.partitions}
+        self.events.put(ev.StopReplicaResponseReceived(request.broker_id, request.broker_epoch,
+                                                       tuple(sorted(errors.items()))))
 
-    def _on_broker_change(self) -> None:
+    def _on_leader_and_isr_answer(self, request: LeaderAndIsr, response, error) -> None:
+        if error is not None:
+            return  # the broker went away: its death is handled by the broker change
+        offline = storage_errors(request, response)
+        if offline:   # nothing else in the answer needs the controller
+            self.events.put(ev.LeaderAndIsrResponseReceived(request.broker_id, request.broker_epoch, offline))
+
+    # --- what each event does (event thread, active controller only)
+
+    def _on_broker_change(self, _event: ev.BrokerChange) -> None:
         registrations = self.reads.brokers()
         log.info("controller %s: live brokers now %s", self.broker_id, sorted(registrations))
         # Senders to new brokers must exist before the decision's requests go
@@ -267,25 +339,43 @@ class Controller:
         self._add_to_channel(registrations)
         self._run(lambda ctx: broker_change.on_broker_change(ctx, registrations))
 
-    def _on_topic_change(self) -> None:
+    def _on_topic_change(self, _event: ev.TopicChange) -> None:
         topics = self.reads.topics()
         self._run(lambda ctx: topic_change.on_topic_change(ctx, topics))
 
-    def _on_delete_topics(self) -> None:
+    def _on_delete_topics(self, _event: ev.TopicDeletion) -> None:
         topics = self.reads.topics_to_delete()
         self._run(lambda ctx: deletion.on_delete_topics(ctx, topics))
 
-    def _on_reassignment(self) -> None:
+    def _on_reassignment(self, _event: ev.PartitionReassignment) -> None:
         targets = self.reads.reassignments()
         self._run(lambda ctx: reassignment.on_partition_reassignment(ctx, targets or None))
 
-    def _on_preferred(self) -> None:
+    def _on_preferred(self, _event: ev.PreferredReplicaElection) -> None:
         partitions = self.reads.preferred()
         self._run(lambda ctx: preferred.on_preferred_replica_election(ctx, partitions))
 
-    def _on_isr_change(self) -> None:
+    def _on_isr_change(self, _event: ev.IsrChangeNotification) -> None:
         states, paths = self.reads.isr_changes(self._port.read_partition_states)
         self._run(lambda ctx: isr_change.on_isr_change(ctx, states, paths))
+
+    def _on_config_change(self, _event: ev.ConfigChange) -> None:
+        configs = self.reads.config_changes(sorted(self.context.topic_ids))
+        for topic, config in configs.items():
+            self._run(lambda ctx, t=topic, c=config: topic_change.on_topic_config_change(ctx, t, c))
+
+    def _on_auto_rebalance(self, _event: ev.AutoPreferredReplicaLeaderElection) -> None:
+        self._run(preferred.on_auto_leader_rebalance)
+
+    def _on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
+        self._run(lambda ctx: deletion.on_stop_replica_response(ctx, event.broker_id, event.broker_epoch,
+                                                                dict(event.errors)))
+
+    def _on_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
+        log.warning("controller %s: broker %s cannot store %s (KAFKA_STORAGE_ERROR): replicas offline",
+                    self.broker_id, event.broker_id, [f"{tp.topic}-{tp.partition}" for tp in event.offline])
+        self._run(lambda ctx: offline_dirs.on_leader_and_isr_response(
+            ctx, event.broker_id, event.broker_epoch, event.offline))
 
     # --- partitions being reassigned: their state znodes are watched (seed
     # 002's ReassignedPartitionsIsrChangeListener; Kafka's
@@ -304,7 +394,10 @@ class Controller:
         new = sorted(moving - self._state_watched)
         if new:
             self._state_watched.update(new)
-            self.events.put("reassignment-watch", lambda: self._if_active(lambda: self._read_reassigning(new)))
+            self.events.put(ev.WatchReassigningStates(tuple(new)))
+
+    def _on_watch_reassigning(self, event: ev.WatchReassigningStates) -> None:
+        self._read_reassigning(list(event.partitions))
 
     def _state_watcher(self, event) -> None:
         """kazoo's thread: note the path; queue one event for all noted."""
@@ -312,14 +405,11 @@ class Controller:
             first = not self._states_changed
             self._states_changed.add(event.path)
         if first:
-            self.events.put("reassignment-isr-change", self._on_partition_states)
+            self.events.put(ev.PartitionReassignmentIsrChange())
 
-    def _on_partition_states(self) -> None:
-        with self._states_changed_lock:        # taken even when not active, or later ones would never queue
+    def _on_partition_states(self, _event: ev.PartitionReassignmentIsrChange) -> None:
+        with self._states_changed_lock:
             paths, self._states_changed = self._states_changed, set()
-        self._if_active(lambda: self._read_changed_states(paths))
-
-    def _read_changed_states(self, paths: set[str]) -> None:
         tps = []
         for path in sorted(paths):
             parts = path.strip("/").split("/")     # brokers/topics/<t>/partitions/<p>/state
@@ -339,33 +429,48 @@ class Controller:
                   for tp, path in paths.items()}
         self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
 
-    def _on_config_change(self) -> None:
-        configs = self.reads.config_changes(sorted(self.context.topic_ids))
-        for topic, config in configs.items():
-            self._run(lambda ctx, t=topic, c=config: topic_change.on_topic_config_change(ctx, t, c))
-
     # --- controlled shutdown: asked by a broker's request thread
 
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[ErrorCode, list[tuple[str, int]]]:
-        done = threading.Event()
-        answer: list = []
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownAnswer:
+        answer = _Answer()
+        self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, answer.give))
+        return answer.wait(CONTROLLED_SHUTDOWN_TIMEOUT_S)
 
-        def run() -> None:
-            try:
-                if self.context is None:
-                    answer.append((ErrorCode.not_controller, []))
-                    return
-                replies = self._run(lambda ctx: shutdown.on_controlled_shutdown(ctx, broker_id, broker_epoch))
-                reply = next((r for r in replies if isinstance(r, ControlledShutdownReply)
-                              and r.broker_id == broker_id), None)
-                answer.append(_shutdown_answer(reply))
-            finally:
-                done.set()
+    def _on_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
+        answer: ShutdownAnswer = (ErrorCode.request_timed_out, [])   # if the step fails
+        try:
+            replies = self._run(lambda ctx: shutdown.on_controlled_shutdown(ctx, event.broker_id,
+                                                                            event.broker_epoch))
+            reply = next((r for r in replies if isinstance(r, ControlledShutdownReply)
+                          and r.broker_id == event.broker_id), None)
+            answer = _shutdown_answer(reply)
+        except ControllerFencedError:
+            answer = (ErrorCode.not_controller, [])
+            raise
+        finally:
+            event.reply(answer)
 
-        self.events.put("controlled-shutdown", run)
-        if not done.wait(CONTROLLED_SHUTDOWN_TIMEOUT_S) or not answer:
-            return ErrorCode.request_timed_out, []
-        return answer[0]
+
+class _Answer:
+    """A controlled shutdown's answer, given once (by the event thread or by
+    preemption) to the request thread waiting for it."""
+
+    def __init__(self) -> None:
+        self._given = threading.Event()
+        self._value: ShutdownAnswer = (ErrorCode.request_timed_out, [])
+        self._lock = threading.Lock()
+
+    def give(self, value: ShutdownAnswer) -> None:
+        with self._lock:
+            if self._given.is_set():
+                return
+            self._value = value
+            self._given.set()
+
+    def wait(self, timeout_s: float) -> ShutdownAnswer:
+        self._given.wait(timeout_s)
+        with self._lock:
+            return self._value
 
 
 def _send_priority(request) -> tuple[int, int]:
@@ -380,82 +485,3 @@ def _shutdown_answer(reply: ControlledShutdownReply | None) -> tuple[ErrorCode, 
     if reply.error is not None:
         return ErrorCode[reply.error.lower()], []
     return ErrorCode.none, [(tp.topic, tp.partition) for tp in reply.partitions_remaining]
-
-
-class _PausedCollector:
-    """Python's cyclic garbage collector off while a step runs.
-
-    A failover decision allocates 100,000s of objects that live on (the new
-    states, writes and request entries); the collector, triggered by the
-    allocation count, traverses them again and again: 30+ ms of collections
-    between the broker's death and the LeaderAndIsr, and more while the
-    sender threads encode the requests (they run during the step's invariant
-    checks). Deferred to the end of the step, the same work runs once the
-    requests are on their way. Nothing is lost meanwhile: reference counting
-    still frees what it can, and cycles are collected once the collector is
-    back (it is process-wide, off for one step at a time).
-
-    gc.freeze() after the context is loaded was measured too
-    (bench/controller_decide.py --gc): with the collector on, it shortened
-    full collections of a 10,000-partition step but made them more frequent
-    in a 50,000-partition one (the frozen heap no longer counts towards the
-    threshold), and it keeps cyclic garbage of the whole broker from being
-    collected while this broker is controller. Pausing makes it unnecessary."""
-
-    def __init__(self) -> None:
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-
-    def resume(self) -> None:
-        if self._was_enabled:
-            self._was_enabled = False
-            gc.enable()
-
-
-class _StepTimer:
-    """Where a step's time went, logged for steps big enough to matter (a
-    failover of thousands of partitions): decision, ZooKeeper writes, until
-    the requests are queued, and the invariant checks after."""
-
-    REPORT_WRITES = 1000
-
-    def __init__(self, start_s: float) -> None:
-        self.start_s = start_s
-        self.decided_s = start_s
-        self.writes = 0
-        self.writes_s = 0.0
-        self.first_send_s: float | None = None
-        self.requests = 0
-
-    def sent(self, count: int) -> None:
-        if self.first_send_s is None:
-            self.first_send_s = time.monotonic()
-        self.requests += count
-
-    def report(self, broker_id: int) -> None:
-        if self.writes < self.REPORT_WRITES:
-            return
-        ms = lambda t: (t - self.start_s) * 1000  # noqa: E731
-        sent = f"{ms(self.first_send_s):.0f}" if self.first_send_s is not None else "-"
-        log.info("controller %s: step of %d writes: decided at %.0f ms, writes took %.0f ms, "
-                 "%d requests queued at %s ms, done at %.0f ms", broker_id, self.writes,
-                 ms(self.decided_s), self.writes_s * 1000, self.requests, sent, ms(time.monotonic()))
-
-
-class _TimedPort:
-    """The ZooKeeper port, timing the writes for _StepTimer."""
-
-    def __init__(self, port: ZkPort, timer: _StepTimer) -> None:
-        self._port = port
-        self._timer = timer
-
-    def apply_writes(self, writes, controller_epoch_zk_version):
-        start_s = time.monotonic()
-        try:
-            return self._port.apply_writes(writes, controller_epoch_zk_version)
-        finally:
-            self._timer.writes += len(writes)
-            self._timer.writes_s += time.monotonic() - start_s
-
-    def read_partition_states(self, partitions):
-        return self._port.read_partition_states(partitions)

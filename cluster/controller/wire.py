@@ -11,6 +11,8 @@ import threading
 import uuid
 from collections import OrderedDict, defaultdict
 
+from kio.schema.errors import ErrorCode
+
 from kafkactl.cluster.controller import model
 from kafkactl.cluster.protocol import control, control_writer
 from kafkactl.cluster.zk.codecs import BrokerRegistration, topic_id_from_string
@@ -40,6 +42,28 @@ def wire_request(request: model.BrokerRequest):
     if isinstance(request, model.StopReplica):
         return stop_replica(request)
     raise TypeError(f"unknown broker request {request!r}")
+
+
+def storage_errors(request: model.LeaderAndIsr, response) -> tuple[model.TopicPartition, ...]:
+    """The partitions of `request` its broker answered KAFKA_STORAGE_ERROR for
+    (it cannot store them: their log dir is offline). The response names
+    topics by id (v5+); a topic without one is matched by position, since
+    the broker answers the topics in the request's order."""
+    if response.error_code != ErrorCode.none:
+        return ()      # the whole request refused (a stale epoch): nothing about storage
+    topics = list(_by_topic(request.partitions))          # (name, topic id), in the request's order
+    by_id = {_topic_uuid(topic_id): name for name, topic_id in topics if topic_id}
+    requested = {p.topic_partition for p in request.partitions}
+    found = set()
+    for index, topic in enumerate(response.topics):
+        name = by_id.get(topic.topic_id) if topic.topic_id not in (None, ZERO_UUID) else None
+        if name is None and index < len(topics):
+            name = topics[index][0]
+        for error in topic.partition_errors:
+            tp = model.TopicPartition(name, error.partition_index)
+            if error.error_code == ErrorCode.kafka_storage_error and tp in requested:
+                found.add(tp)
+    return tuple(sorted(found))
 
 
 def _topic_uuid(topic_id: str | None) -> uuid.UUID:

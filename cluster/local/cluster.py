@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.local import procs, state
 from kafkactl.cluster.local.brokers import BROKER_MODULE, broker_argv, server_properties, validate_overrides
 from kafkactl.cluster.local.errors import (LocalClusterError, LocalClusterUsageError, NotAClusterDirError,
@@ -375,7 +376,8 @@ class LocalCluster:
                 children = client.get_children_async("/brokers/ids").get(timeout=timeout_s)
         except NoNodeError:
             return set()
-        except Exception:  # status must still answer when ZooKeeper is sick
+        except Exception as error:  # status must still answer when ZooKeeper is sick
+            fatal.halt_if_fatal(error, "cluster status")
             return None
         return {int(c) for c in children if c.isdigit()}
 

@@ -1,16 +1,20 @@
 """Typed errors of the log layer, each carrying its Kafka wire error code."""
 
+from kio.schema.errors import ErrorCode
 
-class LogError(Exception):
+from kafkactl.cluster.errors import KafkaError
+
+
+class LogError(KafkaError):
     """Base of the log layer's errors; `error_code` is the Kafka error code."""
 
-    error_code = -1  # UNKNOWN_SERVER_ERROR
+    error_code = ErrorCode.unknown_server_error
 
 
 class OffsetOutOfRangeError(LogError):
     """A fetch or lookup offset outside [log_start_offset, log_end_offset]."""
 
-    error_code = 1  # OFFSET_OUT_OF_RANGE
+    error_code = ErrorCode.offset_out_of_range
 
     def __init__(self, message: str, log_start_offset: int, log_end_offset: int) -> None:
         super().__init__(message)
@@ -21,7 +25,7 @@ class OffsetOutOfRangeError(LogError):
 class KafkaStorageError(LogError):
     """The files of a log or log dir cannot be trusted or used."""
 
-    error_code = 56  # KAFKA_STORAGE_ERROR
+    error_code = ErrorCode.kafka_storage_error
 
 
 class LogClosedError(KafkaStorageError):
@@ -64,10 +68,10 @@ class CorruptIndexError(KafkaStorageError):
 class OutOfOrderSequenceError(LogError):
     """An idempotent producer's batch does not follow its previous one."""
 
-    error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    error_code = ErrorCode.out_of_order_sequence_number
 
 
 class InvalidProducerEpochError(LogError):
     """A batch from an older epoch of a producer that has moved on."""
 
-    error_code = 47  # INVALID_PRODUCER_EPOCH
+    error_code = ErrorCode.invalid_producer_epoch

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.protocol import control, old_versions, produce_request
 from kafkactl.cluster.protocol.bounds import check_request_body
 from kafkactl.cluster.protocol.framing import (
@@ -82,6 +83,7 @@ def decode_request(frame: bytes, api_key: int, api_version: int):
         try:
             body, size = _reader(cls)(frame, header.body_offset)
         except Exception as error:  # kio's native reader raises several kinds
+            fatal.halt_if_fatal(error, f"decoding {cls.__name__}")
             raise FrameError(f"malformed {cls.__name__}: {error}") from None
     if header.body_offset + size != len(frame):
         raise FrameError(f"{cls.__name__}: {len(frame) - header.body_offset - size} trailing bytes")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+from kafkactl.cluster import fatal
+
 CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = 1, 2, 3, 4
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16  # magic, version int32, compatible version int32
@@ -39,6 +41,7 @@ def decompress(codec: int, payload: bytes) -> bytes:
     except DecompressionError:
         raise
     except Exception as error:  # each library raises its own kinds
+        fatal.halt_if_fatal(error, f"decompressing codec {codec}")
         raise DecompressionError(f"codec {codec}: {error}") from None
     raise DecompressionError(f"unknown codec {codec}")
 

@@ -25,7 +25,9 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import crc32c as _crc32c_module
+from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.errors import KafkaError
 from kafkactl.cluster.protocol.compression import DecompressionError, compress, decompress
 
 # Looked up through the module global on every call so tests can count the
@@ -69,10 +71,10 @@ _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 
 
-class RecordBatchError(Exception):
+class RecordBatchError(KafkaError):
     """A produce payload Kafka would reject; `error_code` is the wire error."""
 
-    error_code = -1  # UNKNOWN_SERVER_ERROR
+    error_code = ErrorCode.unknown_server_error
 
     def __init__(self, message: str, batch_index: int | None = None) -> None:
         super().__init__(message)
@@ -82,19 +84,19 @@ class RecordBatchError(Exception):
 class CorruptRecordError(RecordBatchError):
     """CRC mismatch, truncated batch or impossible length: CORRUPT_MESSAGE."""
 
-    error_code = 2
+    error_code = ErrorCode.corrupt_message
 
 
 class RecordTooLargeError(RecordBatchError):
     """A batch larger than max.message.bytes: MESSAGE_TOO_LARGE."""
 
-    error_code = 10
+    error_code = ErrorCode.message_too_large
 
 
 class UnsupportedCompressionTypeError(RecordBatchError):
     """Attributes name a codec id Kafka does not define: UNSUPPORTED_COMPRESSION_TYPE."""
 
-    error_code = 76
+    error_code = ErrorCode.unsupported_compression_type
 
 
 class InvalidRecordError(RecordBatchError):
@@ -107,7 +109,7 @@ class InvalidRecordError(RecordBatchError):
     count / offset delta, as Kafka's LogValidator does.
     """
 
-    error_code = 87
+    error_code = ErrorCode.invalid_record
 
 
 class BatchHeader(NamedTuple):

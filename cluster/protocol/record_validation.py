@@ -88,6 +88,10 @@ from __future__ import annotations
 import zlib
 from typing import NamedTuple
 
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster import fatal
+from kafkactl.cluster.errors import KafkaError
 from kafkactl.cluster.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
 
 try:
@@ -127,12 +131,12 @@ class RecordError(NamedTuple):
     message: str
 
 
-class RecordValidationError(Exception):
+class RecordValidationError(KafkaError):
     """A batch whose records the leader refuses; `error_code` is Kafka's."""
 
     def __init__(self, error_code: int, message: str, record_errors: tuple[RecordError, ...] = ()) -> None:
         super().__init__(message)
-        self.error_code = error_code
+        self.error_code = ErrorCode(error_code)
         self.record_errors = record_errors
 
 
@@ -212,6 +216,7 @@ def uncompressed_records(codec: int, payload, batch_index: int, limit: int = MAX
     except RecordValidationError:
         raise
     except Exception as error:   # each library raises its own kinds
+        fatal.halt_if_fatal(error, f"decompressing batch {batch_index}")
         raise RecordValidationError(
             INVALID_RECORD, f"batch {batch_index}: the {_CODEC_NAMES[codec]} payload does not "
             f"decompress: {error}") from None

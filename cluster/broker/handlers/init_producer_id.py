@@ -12,6 +12,7 @@ import threading
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.protocol.build import make
 from kafkactl.cluster.protocol.codec import response_class
 
@@ -49,7 +50,8 @@ def handle(services, header, request):
                     producer_epoch=existing_epoch + 1, **base)
     try:
         producer_id = services.producer_ids.next_id()
-    except Exception:
+    except Exception as error:
+        fatal.halt_if_fatal(error, "InitProducerId")
         return make(cls, error_code=ErrorCode.coordinator_not_available,
                     producer_id=-1, producer_epoch=-1, **base)
     return make(cls, error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=0, **base)

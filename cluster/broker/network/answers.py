@@ -19,6 +19,7 @@ import socket
 import threading
 from collections import deque
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker.deferred import DeferredResponse
 from kafkactl.cluster.broker.network.frames import ConnectionClosed
 from kafkactl.cluster.protocol.codec import SplicedResponse
@@ -96,6 +97,7 @@ class AnswerQueue:
                     response = response.finish()
                 send(self._connection, response)
             except Exception as error:
+                fatal.halt_if_fatal(error, f"answering {self._address}")
                 self._fail(error)
                 return
             with self._changed:

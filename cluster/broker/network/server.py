@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict, deque
 from queue import SimpleQueue
 
+from kafkactl.cluster import fatal
 from kafkactl.cluster.broker.deferred import DeferredResponse
 from kafkactl.cluster.broker.network import quotas
 from kafkactl.cluster.broker.network.answers import SEND_TIMEOUT_S, AnswerQueue, send
@@ -169,7 +170,8 @@ class SocketServer:
                     self._admitted_since_freeze = 0
                     gc.collect()
                     gc.freeze()
-        except Exception:
+        except Exception as error:
+            fatal.halt_if_fatal(error, "network thread")
             log.exception("the network thread failed")
         finally:
             self._shut_down()
@@ -363,7 +365,8 @@ class SocketServer:
             log.warning("closing connection from %s: %s", _peer(connection.address), error)
         except OSError as error:
             log.info("connection from %s ended: %s", _peer(connection.address), error)
-        except Exception:
+        except Exception as error:
+            fatal.halt_if_fatal(error, f"request from {_peer(connection.address)}")
             log.exception("closing connection from %s after an internal error", _peer(connection.address))
         if connection.answers is not None:
             connection.answers.close()

@@ -17,6 +17,8 @@ import logging
 import threading
 from collections import deque
 
+from kafkactl.cluster import fatal
+
 log = logging.getLogger("kafkactl.cluster.broker.network")
 
 IDLE_THREAD_S = 60.0
@@ -67,5 +69,6 @@ class WorkerPool:
                 task, args = self._tasks.popleft()
             try:
                 task(*args)
-            except Exception:
+            except Exception as error:
+                fatal.halt_if_fatal(error, "network task")
                 log.exception("a network task failed")

@@ -7,15 +7,21 @@ controlled shutdown, and as leaders change their ISR in ZooKeeper
 themselves (Kafka's ZooKeeper-era AlterIsr), announcing it with an ISR
 change notification, which makes the controller's conditional writes fail.
 
+A broker may also find it cannot store a partition it is told about (its
+log dir for it is offline): it answers that LeaderAndIsr entry with
+KAFKA_STORAGE_ERROR, and every later one too, until it restarts.
+
 The controller hears of brokers only through ZooKeeper: registrations and
 ISR change notifications fire its watches. Only controlled shutdown (a
-request) and StopReplica responses go to its event queue directly.
+request) and the responses it acts on (StopReplica with delete, LeaderAndIsr
+with storage errors) go to its event queue directly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.model import (
     EPOCH_DURING_DELETE, NO_EPOCH, RECOVERED, RECOVERING, BrokerRequest, LeaderAndIsr, StopReplica,
     TopicPartition, UpdateMetadata, WriteResult,
@@ -49,10 +55,15 @@ class FakeBroker:
     replicas: dict[TopicPartition, LocalReplica] = field(default_factory=dict)
     inbox: list[BrokerRequest] = field(default_factory=list)
     shutdown_requested: bool = False
+    offline: set[TopicPartition] = field(default_factory=set)   # answered KAFKA_STORAGE_ERROR until restart
 
     def leads(self, tp: TopicPartition) -> bool:
         local = self.replicas.get(tp)
         return self.running and local is not None and local.leader == self.broker_id
+
+
+def _no_answer(_answer) -> None:
+    """The simulation answers a controlled shutdown from the decision's reply (on_shutdown_reply)."""
 
 
 def _swappable(request: BrokerRequest) -> bool:
@@ -98,8 +109,14 @@ class BrokerActions:
             return                                               # STALE_BROKER_EPOCH
         broker.max_controller_epoch = request.controller_epoch
         if isinstance(request, LeaderAndIsr):
+            failed = []
             for p in request.partitions:
-                self._become_leader_or_follower(broker, p)
+                if self._storage_error(broker, p.topic_partition, reliable):
+                    failed.append(p.topic_partition)
+                else:
+                    self._become_leader_or_follower(broker, p)
+            if failed:
+                self.enqueue(ev.LeaderAndIsrResponseReceived(broker.broker_id, broker.epoch, tuple(failed)))
             if request.full:
                 # KIP-516: a full request lists every partition the broker
                 # hosts; anything else here is a leftover.
@@ -112,10 +129,21 @@ class BrokerActions:
             for p in request.partitions:
                 errors[p.topic_partition] = self._stop_replica(broker, p, request.delete, reliable)
             if request.delete:
-                self.enqueue("stop_replica_response", broker.broker_id, broker.epoch,
-                             tuple(sorted(errors.items())))
+                self.enqueue(ev.StopReplicaResponseReceived(broker.broker_id, broker.epoch,
+                                                            tuple(sorted(errors.items()))))
         elif isinstance(request, UpdateMetadata):
             pass
+
+    def _storage_error(self, broker: FakeBroker, tp: TopicPartition, reliable: bool) -> bool:
+        """A partition the broker does not hold yet may find its log dir
+        offline (creating its log fails), now and then."""
+        if tp in broker.offline:
+            return True
+        if tp in broker.replicas or reliable or self.rng.random() >= 0.01 * self.fault_rate:
+            return False
+        self.count("storage_error")
+        broker.offline.add(tp)
+        return True
 
     def _become_leader_or_follower(self, broker: FakeBroker, p) -> None:
         tp = p.topic_partition
@@ -204,6 +232,7 @@ class BrokerActions:
     def start_broker(self, broker: FakeBroker) -> None:
         broker.running = True
         broker.shutdown_requested = False
+        broker.offline.clear()                         # its log dirs were repaired
         for local in broker.replicas.values():
             local.leader = None                        # leadership is in memory only
         self.register(broker)
@@ -259,14 +288,14 @@ class BrokerActions:
             return
         broker = self.rng.choice(candidates)
         broker.shutdown_requested = True
-        self.enqueue("controlled_shutdown", broker.broker_id, broker.epoch)
+        self.enqueue(ev.ControlledShutdown(broker.broker_id, broker.epoch, _no_answer))
 
     def on_shutdown_reply(self, reply) -> None:
         broker = self.brokers[reply.broker_id]
         if not broker.shutdown_requested:
             return
         if reply.error is None and reply.partitions_remaining and self.rng.random() < 0.5:
-            self.enqueue("controlled_shutdown", broker.broker_id, broker.epoch)   # try once more
+            self.enqueue(ev.ControlledShutdown(broker.broker_id, broker.epoch, _no_answer))   # try once more
             return
         if reply.error is None and reply.partitions_remaining:
             self.count("shutdown_with_partitions_remaining")

@@ -15,7 +15,7 @@ import random
 from collections import deque
 
 from kafkactl.cluster.controller import decisions as ops
-from kafkactl.cluster.controller import zk_reads
+from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext
 from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
@@ -40,7 +40,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
         self.healing = False                 # no more admin writes racing the controller's reads
         count = broker_count or self.rng.randint(3, 5)
         self.brokers = {i: FakeBroker(i) for i in range(1, count + 1)}
-        self.events: deque[tuple] = deque()  # the controller's event queue
+        self.events: deque[ev.ControllerEvent] = deque()  # the controller's event queue
         self.config = ControllerConfig(
             unclean_leader_election_enable=self.rng.random() < 0.2,
             leader_imbalance_per_broker_percentage=self.rng.choice((0, 10, 50)),
@@ -136,8 +136,8 @@ class Simulation(BrokerActions, AdminActions, Checks):
         if old is not None and self.rng.random() < 0.3:
             self.check_old_controller_fenced(old)
 
-    def _watch(self, event: str) -> QueueEvent:
-        return QueueEvent(self.events, event)
+    def _watch(self, name: str) -> QueueEvent:
+        return QueueEvent(self.events, ev.WATCH_EVENTS[name])
 
     def notify(self) -> None:
         """The oldest fired watch reaches the controller."""
@@ -149,55 +149,65 @@ class Simulation(BrokerActions, AdminActions, Checks):
         if self.zk.reads.get(notification.event.path, 0) > notification.reads:
             self.count("watch_delivered_after_reread")     # the controller saw the change first
 
-    def enqueue(self, *event) -> None:
+    def enqueue(self, event: ev.ControllerEvent) -> None:
         """Events that do not come from ZooKeeper: broker requests and responses, timers."""
         if not self.events or self.events[-1] != event:
             self.events.append(event)
 
     def auto_rebalance(self) -> None:
-        self.enqueue("rebalance")
+        self.enqueue(ev.AutoPreferredReplicaLeaderElection())
 
     def process_event(self) -> None:
         if not self.events:
             return
         event = self.events.popleft()
-        kind = event[0]
-        self.count(f"event_{kind}")
+        self.count(f"event_{event.name}")
         # Reads first (as the real controller's handlers do), then the
-        # decision on the context of the moment.
-        reads, ctx = self.reads, self.ctx
-        if kind == zk_reads.BROKER_CHANGE:
-            registrations = reads.brokers()
-            decide = [lambda c: ops.on_broker_change(c, registrations)]
-        elif kind == zk_reads.TOPIC_CHANGE:
-            topics = reads.topics()
-            decide = [lambda c: ops.on_topic_change(c, topics)]
-        elif kind == zk_reads.DELETE_TOPICS:
-            to_delete = reads.topics_to_delete()
-            decide = [lambda c: ops.on_delete_topics(c, to_delete)]
-        elif kind == zk_reads.REASSIGN:
-            targets = reads.reassignments()
-            decide = [lambda c: ops.on_partition_reassignment(c, targets or None)]
-        elif kind == zk_reads.PREFERRED_ELECTION:
-            partitions = reads.preferred()
-            decide = [lambda c: ops.on_preferred_replica_election(c, partitions)]
-        elif kind == zk_reads.ISR_CHANGE:
-            states, paths = reads.isr_changes(self.port.read_partition_states)
-            decide = [lambda c: ops.on_isr_change(c, states, paths)]
-        elif kind == zk_reads.CONFIG_CHANGE:
-            configs = reads.config_changes(sorted(ctx.topic_ids))
-            decide = [lambda c, t=t, cf=cf: ops.on_topic_config_change(c, t, cf) for t, cf in configs.items()]
-        elif kind == "stop_replica_response":
-            decide = [lambda c: ops.on_stop_replica_response(c, event[1], event[2], dict(event[3]))]
-        elif kind == "rebalance":
-            decide = [ops.on_auto_leader_rebalance]
-        elif kind == "controlled_shutdown":
-            decide = [lambda c: ops.on_controlled_shutdown(c, event[1], event[2])]
-        else:
-            raise AssertionError(kind)
-        for make in decide:
+        # decisions on the context of the moment; by type, as Controller.process.
+        for make in self._handlers[type(event)](self, event):
             for reply in self._execute(self.ctx, make(self.ctx)):
                 self.on_shutdown_reply(reply)
+
+    def _broker_change(self, _event) -> list:
+        registrations = self.reads.brokers()
+        return [lambda c: ops.on_broker_change(c, registrations)]
+
+    def _topic_change(self, _event) -> list:
+        topics = self.reads.topics()
+        return [lambda c: ops.on_topic_change(c, topics)]
+
+    def _topic_deletion(self, _event) -> list:
+        to_delete = self.reads.topics_to_delete()
+        return [lambda c: ops.on_delete_topics(c, to_delete)]
+
+    def _reassignment(self, _event) -> list:
+        targets = self.reads.reassignments()
+        return [lambda c: ops.on_partition_reassignment(c, targets or None)]
+
+    def _preferred(self, _event) -> list:
+        partitions = self.reads.preferred()
+        return [lambda c: ops.on_preferred_replica_election(c, partitions)]
+
+    def _isr_change(self, _event) -> list:
+        states, paths = self.reads.isr_changes(self.port.read_partition_states)
+        return [lambda c: ops.on_isr_change(c, states, paths)]
+
+    def _config_change(self, _event) -> list:
+        configs = self.reads.config_changes(sorted(self.ctx.topic_ids))
+        return [lambda c, t=t, cf=cf: ops.on_topic_config_change(c, t, cf) for t, cf in configs.items()]
+
+    _handlers = {
+        ev.BrokerChange: _broker_change, ev.TopicChange: _topic_change, ev.TopicDeletion: _topic_deletion,
+        ev.PartitionReassignment: _reassignment, ev.PreferredReplicaElection: _preferred,
+        ev.IsrChangeNotification: _isr_change, ev.ConfigChange: _config_change,
+        ev.StopReplicaResponseReceived: lambda _self, e: [
+            lambda c: ops.on_stop_replica_response(c, e.broker_id, e.broker_epoch, dict(e.errors))],
+        ev.LeaderAndIsrResponseReceived: lambda _self, e: [
+            lambda c: ops.on_leader_and_isr_response(c, e.broker_id, e.broker_epoch, e.offline)],
+        ev.AutoPreferredReplicaLeaderElection: lambda _self, _e: [ops.on_auto_leader_rebalance],
+        ev.ControlledShutdown: lambda _self, e: [
+            lambda c: ops.on_controlled_shutdown(c, e.broker_id, e.broker_epoch)],
+    }
 
     def _execute(self, ctx: ControllerContext, decision) -> list:
         def check(context: ControllerContext, retrying) -> None:
@@ -232,6 +242,10 @@ class Simulation(BrokerActions, AdminActions, Checks):
         self.healing = True
         for broker in self.brokers.values():
             broker.shutdown_requested = False          # pending controlled shutdowns are called off
+            if broker.running and broker.offline:      # an offline log dir comes back with a restart
+                broker.running = False
+                broker.inbox.clear()
+                self._deregister(broker)
             if not broker.running:
                 self.start_broker(broker)
             elif not broker.registered:
@@ -277,9 +291,9 @@ class QueueEvent:
 
     __slots__ = ("events", "event")
 
-    def __init__(self, events: deque, event: str) -> None:
+    def __init__(self, events: deque, event: ev.ControllerEvent) -> None:
         self.events = events
         self.event = event
 
     def __call__(self, _watched=None) -> None:
-        self.events.append((self.event,))
+        self.events.append(self.event)

@@ -2,7 +2,7 @@
 
 import gc
 
-from kafkactl.cluster.controller.controller import _PausedCollector
+from kafkactl.cluster.controller.step_timing import PausedCollector as _PausedCollector
 
 
 def test_the_collector_is_off_during_a_step_and_back_after():

@@ -67,8 +67,7 @@ class StateZnodes:
 
 
 def run_events(controller):
-    while not controller.events._queue.empty():
-        controller.events._queue.get_nowait().run()
+    controller.events.process_queued()
 
 
 def test_a_moving_partition_completes_when_its_state_znode_changes_without_a_notification():
@@ -122,6 +121,6 @@ def test_state_changes_of_a_whole_reassignment_are_read_in_one_event():
         current = controller.context.leadership[tp]
         client.write(path, codecs.encode_partition_state(replace(current, isr=[1, 2, 3, 4])),
                      current.zk_version + 1)
-    assert controller.events._queue.qsize() == 1
+    assert len(controller.events.queued()) == 1
     run_events(controller)
     assert not controller.context.reassignments

@@ -52,8 +52,10 @@ def _assert_faults_were_exercised(totals):
     # reaching the controller after it had already read the change.
     for name in ("write_bad_version", "write_node_exists", "raced", "old_controller_fenced", "stale_broker_epoch",
                  "stray_removed", "lost", "reordered", "shutdown_with_partitions_remaining", "leader_isr_write_refused",
-                 "event_stop_replica_response", "event_reassign", "event_isr-change", "event_preferred-election",
-                 "event_delete-topics", "event_config-change", "failover_with_dead_isr_members",
+                 "event_TopicDeletionStopReplicaResponseReceived", "event_PartitionReassignment",
+                 "event_IsrChangeNotification", "event_ReplicaLeaderElection", "event_TopicDeletion",
+                 "event_TopicUncleanLeaderElectionEnable", "event_ControlledShutdown",
+                 "event_LeaderAndIsrResponseReceived", "storage_error", "failover_with_dead_isr_members",
                  "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread",
                  "leader_wrote_after_states_read"):
         assert totals.get(name, 0) > 0, f"no {name} in {SEEDS} seeds: {sorted(totals.items())}"

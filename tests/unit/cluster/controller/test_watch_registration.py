@@ -12,6 +12,7 @@ was full.
 
 from collections import defaultdict
 
+from kafkactl.cluster.controller import zk_reads
 from kafkactl.cluster.controller.context import ControllerConfig
 from kafkactl.cluster.controller.controller import Controller
 from kafkactl.cluster.zk import codecs, layout
@@ -70,17 +71,17 @@ def test_a_topic_znode_read_many_times_fires_one_event_when_it_changes():
     for _ in range(5):          # five topic changes elsewhere, each reading every topic again
         controller.reads.topics()
     client.change(layout.topic("a"))
-    assert controller.events._queue.qsize() == 1
+    assert len(controller.events.queued()) == 1
 
 
 def test_each_kind_of_watch_still_queues_its_own_event():
     client = WatchingClient(topics("a"))
     controller = Controller(1, client, ControllerConfig())
     controller.reads.topics()
-    controller.store.get_many([layout.topic("a")], watch=controller._watch("reassign", lambda: None))
+    controller.store.get_many([layout.topic("a")], watch=controller._watch_event(zk_reads.REASSIGN))
     client.change(layout.topic("a"))
-    names = sorted(controller.events._queue.get_nowait().name for _ in range(2))
-    assert names == ["reassign", "topic-change"]
+    names = sorted(event.name for event in controller.events.queued())
+    assert names == ["PartitionReassignment", "TopicChange"]
 
 
 # --- a new controller's snapshot and the ISR change notifications it deletes

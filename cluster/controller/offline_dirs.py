@@ -1,0 +1,78 @@
+"""Replicas on offline log dirs (Kafka's onReplicasBecomeOffline after a
+LeaderAndIsrResponseReceived): a broker answered LeaderAndIsr with
+KAFKA_STORAGE_ERROR for some partitions, so its replicas of them cannot
+store anything.
+
+Rules, per partition (one write at most):
+- the replica goes to OfflineReplica (unless its topic is being deleted:
+  the deletion decides);
+- if it led, a new leader is elected as for an offline leader, among the
+  other online replicas in the ISR; the new ISR leaves it out. With no
+  such replica, the partition is left without a leader (Offline), the ISR
+  losing it unless it was the last member (Kafka's removeReplicasFromIsr);
+- if it followed, it leaves the ISR.
+A response from an earlier incarnation of the broker (another broker
+epoch) is ignored: the broker has registered again and been told its
+replicas anew. Answering again for a replica already out is a no-op, so a
+broker that keeps answering KAFKA_STORAGE_ERROR causes no further writes.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Iterable
+
+from kafkactl.cluster.controller import partition_state_machine as psm
+from kafkactl.cluster.controller import replica_state_machine as rsm
+from kafkactl.cluster.controller.builder import DecisionBuilder
+from kafkactl.cluster.controller.changes import announce, remove_from_isr, sorted_unique
+from kafkactl.cluster.controller.context import ControllerContext
+from kafkactl.cluster.controller.election import Elected, offline_election
+from kafkactl.cluster.controller.model import Decision, PartitionReplica, TopicPartition
+from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
+
+
+def on_leader_and_isr_response(ctx: ControllerContext, broker_id: int, broker_epoch: int,
+                               offline: Iterable[TopicPartition]) -> Decision:
+    """`offline`: the partitions the broker answered KAFKA_STORAGE_ERROR for."""
+    b = DecisionBuilder(ctx)
+    if broker_id not in ctx.live_brokers or broker_epoch != ctx.broker_epoch(broker_id):
+        return b.decision()
+    replicas_offline(b, broker_id, offline)
+    return b.decision(retry=partial(_redo, broker_id=broker_id))
+
+
+def replicas_offline(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPartition]) -> None:
+    ctx = b.ctx
+    for tp in sorted_unique(tps):
+        if tp not in ctx.assignments or broker_id not in ctx.replicas(tp) or ctx.is_queued_for_deletion(tp.topic):
+            continue
+        rsm.take_offline(ctx.replica_states, PartitionReplica(tp, broker_id))
+        state = ctx.leadership.get(tp)
+        if state is None:
+            continue
+        if state.leader == broker_id:
+            _elect_without(b, tp, broker_id)
+        elif broker_id in state.isr:
+            remove_from_isr(b, tp, [broker_id])
+
+
+def _elect_without(b: DecisionBuilder, tp: TopicPartition, broker_id: int) -> None:
+    ctx = b.ctx
+    state = ctx.leadership[tp]
+    online = ctx.online_brokers() - {broker_id}
+    result = offline_election(ctx.replicas(tp), state.isr, online, ctx.unclean_enabled(tp.topic))
+    if isinstance(result, Elected):
+        b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
+        psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
+        announce(b, tp)
+    else:
+        remove_from_isr(b, tp, [broker_id])      # leader -1: the partition is Offline
+
+
+def _redo(ctx: ControllerContext, tps: frozenset[TopicPartition], broker_id: int) -> Decision:
+    """The partitions whose writes lost a race, from their states read again."""
+    b = DecisionBuilder(ctx)
+    if broker_id in ctx.live_brokers:
+        replicas_offline(b, broker_id, tps)
+    return b.decision(retry=partial(_redo, broker_id=broker_id))
