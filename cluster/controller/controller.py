@@ -37,10 +37,11 @@ from kafkactl.cluster.controller import (
 from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.channel import BrokerEndpoint, ControllerChannel
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext
-from kafkactl.cluster.controller.event_manager import ControllerEventManager
+from kafkactl.cluster.controller.event_manager import ControllerEventManager, EventQueueFull
 from kafkactl.cluster.controller.events import ControllerEvent, ShutdownAnswer
 from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
+from kafkactl.cluster.controller.retries import ZOOKEEPER_UNAVAILABLE, RetryPolicy
 from kafkactl.cluster.controller.model import (
     ControlledShutdownReply, ControllerFencedError, LeaderAndIsr, StopReplica, TopicPartition,
 )
@@ -75,6 +76,7 @@ class Controller:
         self.channel: ControllerChannel | None = None
         self._port: ZkPort | None = None
         self._rebalance_interval_s = leader_imbalance_check_interval_s
+        self._retries = RetryPolicy()             # event thread only
         self._stopping = threading.Event()
         self._active = False
         self._watchers: dict[ControllerEvent, Callable] = {}       # see _watch
@@ -171,6 +173,45 @@ class Controller:
         except ControllerFencedError as error:
             log.warning("controller %s fenced: %s", self.broker_id, error)
             self._resign()
+        except ZOOKEEPER_UNAVAILABLE as error:
+            if not event.retriable:
+                raise
+            self._retry_later(event, error)
+        else:
+            self._retries.succeeded(type(event))
+
+    def _retry_later(self, event: ControllerEvent, error: Exception) -> None:
+        """ZooKeeper did not answer: queue the event again after a backoff, or
+        give up the controllership after too many failures (retries.py)."""
+        delay_s = self._retries.failed(type(event))
+        if delay_s is None:
+            log.error("controller %s: %s could not reach ZooKeeper %d times in a row (%s); resigning so that "
+                      "another controller reads everything afresh", self.broker_id, event.name,
+                      self._retries.max_attempts, error)
+            self._give_up_controllership()
+            return
+        log.warning("controller %s: %s could not reach ZooKeeper (%s); trying again in %.1f s",
+                    self.broker_id, event.name, error, delay_s)
+        timer = threading.Timer(delay_s, self._requeue, args=(event,))
+        timer.daemon = True
+        timer.start()
+
+    def _requeue(self, event: ControllerEvent) -> None:
+        """A retry timer's thread: only enqueues (the event thread decides)."""
+        if self._stopping.is_set():
+            return
+        try:
+            self.events.put(event)
+        except EventQueueFull:
+            log.error("controller %s: event queue full, %s not retried", self.broker_id, event.name)
+
+    def _give_up_controllership(self) -> None:
+        self._resign()
+        try:
+            self._delete_own_controller_znode()
+        except Exception as error:   # unreachable still: the session's expiry removes it
+            fatal.halt_if_fatal(error, "giving up /controller")
+            log.warning("controller %s: could not delete /controller: %s", self.broker_id, error)
 
     def _on_fatal(self, violation: InvariantViolation, event: ControllerEvent) -> None:
         """The state this thread owns broke a guaranteed property, possibly
@@ -226,6 +267,7 @@ class Controller:
             return None
 
     def _on_become_controller(self, won) -> None:
+        self._retries.reset()
         log.info("broker %s is the controller at epoch %s", self.broker_id, won.epoch)
         self.channel = ControllerChannel(self.broker_id)
         self._port = ZkPort(self.store, won.epoch)
@@ -415,7 +457,12 @@ class Controller:
             parts = path.strip("/").split("/")     # brokers/topics/<t>/partitions/<p>/state
             tps.append(TopicPartition(parts[2], int(parts[4])))
         self._state_watched.difference_update(tps)   # those watches fired: read again to re-arm them
-        self._read_reassigning(tps)
+        try:
+            self._read_reassigning(tps)
+        except ZOOKEEPER_UNAVAILABLE:
+            with self._states_changed_lock:           # read them again when the event is retried
+                self._states_changed |= paths
+            raise
 
     def _read_reassigning(self, tps: list[TopicPartition]) -> None:
         moving = [tp for tp in tps if self.context.is_being_reassigned(tp)]

@@ -38,6 +38,9 @@ class ControllerEvent:
     __slots__ = ()
     name: ClassVar[str] = "ControllerEvent"
     needs_active: ClassVar[bool] = True
+    # Queued again when ZooKeeper does not answer (retries.py): the events
+    # that read what changed, and broker responses (they carry their data).
+    retriable: ClassVar[bool] = False
 
     def preempt(self) -> None:
         """The event will never be processed; by default nobody waits for it."""
@@ -78,40 +81,47 @@ class Resign(ControllerEvent):
 @dataclass(frozen=True, slots=True)
 class BrokerChange(ControllerEvent):
     name: ClassVar[str] = "BrokerChange"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
 class TopicChange(ControllerEvent):
     name: ClassVar[str] = "TopicChange"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
 class TopicDeletion(ControllerEvent):
     """/admin/delete_topics changed."""
     name: ClassVar[str] = "TopicDeletion"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionReassignment(ControllerEvent):
     """/admin/reassign_partitions changed."""
     name: ClassVar[str] = "PartitionReassignment"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
 class PreferredReplicaElection(ControllerEvent):
     """/admin/preferred_replica_election changed."""
     name: ClassVar[str] = "ReplicaLeaderElection"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
 class IsrChangeNotification(ControllerEvent):
     name: ClassVar[str] = "IsrChangeNotification"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigChange(ControllerEvent):
     """A topic config changed (/config/changes): unclean election may now be allowed."""
     name: ClassVar[str] = "TopicUncleanLeaderElectionEnable"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +129,7 @@ class WatchReassigningStates(ControllerEvent):
     """Partitions that started moving: read their state znodes, with a watch."""
     partitions: tuple[TopicPartition, ...]
     name: ClassVar[str] = "PartitionReassignmentWatch"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +137,7 @@ class PartitionReassignmentIsrChange(ControllerEvent):
     """State znodes of partitions being reassigned changed; which ones the
     controller noted as the watches fired (one event for all of them)."""
     name: ClassVar[str] = "PartitionReassignmentIsrChange"
+    retriable: ClassVar[bool] = True
 
 
 # --- timers
@@ -157,6 +169,7 @@ class StopReplicaResponseReceived(ControllerEvent):
     broker_epoch: int
     errors: tuple[tuple[TopicPartition, int], ...]
     name: ClassVar[str] = "TopicDeletionStopReplicaResponseReceived"
+    retriable: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +180,7 @@ class LeaderAndIsrResponseReceived(ControllerEvent):
     broker_epoch: int
     offline: tuple[TopicPartition, ...]
     name: ClassVar[str] = "LeaderAndIsrResponseReceived"
+    retriable: ClassVar[bool] = True
 
 
 # The event each kind of watch of ControllerReads queues (zk_reads names them).
