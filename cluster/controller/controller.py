@@ -42,6 +42,7 @@ from kafkactl.cluster.controller.events import ControllerEvent, ShutdownAnswer
 from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
 from kafkactl.cluster.controller.retries import ZOOKEEPER_UNAVAILABLE, RetryPolicy
+from kafkactl.cluster.controller.state_watches import ReassigningStateWatches
 from kafkactl.cluster.controller.model import (
     ControlledShutdownReply, ControllerFencedError, LeaderAndIsr, StopReplica, TopicPartition,
 )
@@ -80,14 +81,8 @@ class Controller:
         self._stopping = threading.Event()
         self._active = False
         self._watchers: dict[ControllerEvent, Callable] = {}       # see _watch
-        # Reassigning partitions whose state znode has our watch (event thread only).
-        self._state_watched: set[TopicPartition] = set()
-        # State znodes whose watch fired and that were not read since: the
-        # watches of a whole reassignment fire together (the controller's own
-        # epoch bumps), and one event reads them all instead of one decision
-        # (a context copy) each. Shared with kazoo's thread, hence the lock.
-        self._states_changed: set[str] = set()
-        self._states_changed_lock = threading.Lock()
+        # Watches on the state znodes of partitions being reassigned.
+        self.state_watches = ReassigningStateWatches(self.events.put)
         # The dispatch table: one handler per type of event (events.py).
         self._handlers: dict[type, Callable[[Any], None]] = {
             ev.ControllerChange: self._elect_or_resign, ev.Reelect: self._elect_or_resign,
@@ -271,8 +266,7 @@ class Controller:
         log.info("broker %s is the controller at epoch %s", self.broker_id, won.epoch)
         self.channel = ControllerChannel(self.broker_id)
         self._port = ZkPort(self.store, won.epoch)
-        with self._states_changed_lock:   # noted by a previous term's watches: this one reads afresh
-            self._states_changed.clear()
+        self.state_watches.reset()       # the previous term's watches: this one reads afresh
         snapshot, notifications = self.reads.cluster(won.epoch, won.zk_version, self._port.read_partition_states)
         self.context = failover.load_context(snapshot, self.broker_id, self.config)
         self._sync_channel()
@@ -289,7 +283,7 @@ class Controller:
         log.info("broker %s resigns as controller", self.broker_id)
         self.context = None
         self._active = False
-        self._state_watched.clear()
+        self.state_watches.reset()
         if self.channel is not None:
             self.channel.shutdown()
             self.channel = None
@@ -318,7 +312,7 @@ class Controller:
             collector.resume()
         self.context = context
         self._sync_channel()
-        self._watch_reassigning()
+        self.state_watches.after_step(self.context)
         timer.report(self.broker_id)
         return replies
 
@@ -419,62 +413,23 @@ class Controller:
         self._run(lambda ctx: offline_dirs.on_leader_and_isr_response(
             ctx, event.broker_id, event.broker_epoch, event.offline))
 
-    # --- partitions being reassigned: their state znodes are watched (seed
-    # 002's ReassignedPartitionsIsrChangeListener; Kafka's
-    # PartitionReassignmentIsrChangeHandler). ISR change notifications are the
-    # leaders' best effort (a leader killed between its state write and its
-    # notification never writes it), and a state the controller takes in
-    # otherwise (read back after a lost conditional write, then written over)
-    # brings no notification at all: without the watch such a reassignment
-    # waited, target in the ISR, for some later ISR change.
-
-    def _watch_reassigning(self) -> None:
-        """After each step: a read with the watch (and a check) for every
-        partition that started moving."""
-        moving = {tp for tp, r in self.context.reassignments.items() if not r.completing}
-        self._state_watched &= moving
-        new = sorted(moving - self._state_watched)
-        if new:
-            self._state_watched.update(new)
-            self.events.put(ev.WatchReassigningStates(tuple(new)))
+    # --- partitions being reassigned: their state znodes are watched (state_watches.py)
 
     def _on_watch_reassigning(self, event: ev.WatchReassigningStates) -> None:
-        self._read_reassigning(list(event.partitions))
-
-    def _state_watcher(self, event) -> None:
-        """kazoo's thread: note the path; queue one event for all noted."""
-        with self._states_changed_lock:
-            first = not self._states_changed
-            self._states_changed.add(event.path)
-        if first:
-            self.events.put(ev.PartitionReassignmentIsrChange())
+        self._read_reassigning(event.partitions)
 
     def _on_partition_states(self, _event: ev.PartitionReassignmentIsrChange) -> None:
-        with self._states_changed_lock:
-            paths, self._states_changed = self._states_changed, set()
-        tps = []
-        for path in sorted(paths):
-            parts = path.strip("/").split("/")     # brokers/topics/<t>/partitions/<p>/state
-            tps.append(TopicPartition(parts[2], int(parts[4])))
-        self._state_watched.difference_update(tps)   # those watches fired: read again to re-arm them
+        partitions, paths = self.state_watches.take_fired()
         try:
-            self._read_reassigning(tps)
+            self._read_reassigning(partitions)
         except ZOOKEEPER_UNAVAILABLE:
-            with self._states_changed_lock:           # read them again when the event is retried
-                self._states_changed |= paths
+            self.state_watches.restore(paths)     # read them again when the event is retried
             raise
 
-    def _read_reassigning(self, tps: list[TopicPartition]) -> None:
-        moving = [tp for tp in tps if self.context.is_being_reassigned(tp)]
-        if not moving:
-            return
-        paths = {tp: layout.partition_state(tp.topic, tp.partition) for tp in moving}
-        nodes = self.store.get_many(list(paths.values()), watch=self._state_watcher)
-        self._state_watched.update(moving)
-        states = {tp: None if nodes[path] is None else codecs.decode_partition_state(path, nodes[path][0],
-                                                                                     nodes[path][1].version)
-                  for tp, path in paths.items()}
-        self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
+    def _read_reassigning(self, partitions) -> None:
+        states = self.state_watches.read(self.context, partitions, self.store)
+        if states:
+            self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
 
     # --- controlled shutdown: asked by a broker's request thread
 

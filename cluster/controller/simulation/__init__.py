@@ -3,7 +3,9 @@
 Everything runs from one `random.Random(seed)`: a fake ZooKeeper with
 ZooKeeper's watch semantics (zookeeper.py), fake brokers (brokers.py), an
 admin tool (admin.py) and the controller: the real read layer
-(zk_reads.ControllerReads) over the fake ZooKeeper (client.py), the core's
+(zk_reads.ControllerReads) and the real watches on the state znodes of
+partitions being reassigned (state_watches.py) over the fake ZooKeeper
+(client.py), the typed events (events.py) queued by those watches, the core's
 decisions carried out by `execution.execute`, as the real controller does
 (runner.py). The controller learns of every change in ZooKeeper only
 through the watches its reads left, delivered at random later steps.

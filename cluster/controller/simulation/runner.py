@@ -24,6 +24,7 @@ from kafkactl.cluster.controller.simulation.brokers import BrokerActions, FakeBr
 from kafkactl.cluster.controller.simulation.checks import Checks
 from kafkactl.cluster.controller.simulation.client import SimStore, SimZk
 from kafkactl.cluster.controller.simulation.zookeeper import FakeZooKeeper
+from kafkactl.cluster.controller.state_watches import ReassigningStateWatches
 from kafkactl.cluster.controller.zk_reads import ControllerReads
 from kafkactl.cluster.invariant import InvariantViolation, invariant
 from kafkactl.cluster.zk import codecs, layout
@@ -48,6 +49,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
         self.ctx: ControllerContext | None = None
         self.previous: ControllerContext | None = None
         self.reads: ControllerReads | None = None
+        self.state_watches = ReassigningStateWatches(self.events.append)   # the controller's, unchanged
         self.port = SimZk(self)
         self.epoch_leaders: dict[tuple[str | None, int, int], int] = {}   # (topic id, p, leader epoch) -> leader
         self.state_versions: dict[tuple[str | None, int], int] = {}
@@ -125,6 +127,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
         # on (it resigned); the new one reads everything afresh.
         self.zk.new_session()
         self.events.clear()
+        self.state_watches.reset()
         self.reads = ControllerReads(SimStore(self), self._watch)
         snapshot, notifications = self.reads.cluster(epoch, epoch_version, self.port.read_partition_states)
         ctx = ops.load_context(snapshot, controller_id, self.config)
@@ -196,7 +199,18 @@ class Simulation(BrokerActions, AdminActions, Checks):
         configs = self.reads.config_changes(sorted(self.ctx.topic_ids))
         return [lambda c, t=t, cf=cf: ops.on_topic_config_change(c, t, cf) for t, cf in configs.items()]
 
+    def _watch_reassigning(self, event) -> list:
+        states = self.state_watches.read(self.ctx, event.partitions, self.reads.store)
+        return [lambda c: ops.on_isr_change(c, states)] if states else []
+
+    def _reassigning_states_changed(self, _event) -> list:
+        partitions, _paths = self.state_watches.take_fired()
+        states = self.state_watches.read(self.ctx, partitions, self.reads.store)
+        return [lambda c: ops.on_isr_change(c, states)] if states else []
+
     _handlers = {
+        ev.WatchReassigningStates: _watch_reassigning,
+        ev.PartitionReassignmentIsrChange: _reassigning_states_changed,
         ev.BrokerChange: _broker_change, ev.TopicChange: _topic_change, ev.TopicDeletion: _topic_deletion,
         ev.PartitionReassignment: _reassignment, ev.PreferredReplicaElection: _preferred,
         ev.IsrChangeNotification: _isr_change, ev.ConfigChange: _config_change,
@@ -228,6 +242,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
             self.ctx, replies = execute(ctx, decision, self.port, self.send, on_outcome=check)
         except InvariantViolation as error:
             self.fail(f"invariant: {error}")
+        self.state_watches.after_step(self.ctx)     # as Controller._run, after every step
         return replies
 
     # --- healing and liveness

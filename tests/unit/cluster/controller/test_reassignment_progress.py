@@ -89,7 +89,7 @@ def test_a_moving_partition_completes_when_its_state_znode_changes_without_a_not
         controller.context, _ = run_chain(controller.context, decision)
     controller._run = run
 
-    controller._watch_reassigning()        # what every step ends with
+    controller.state_watches.after_step(controller.context)        # what every step ends with
     run_events(controller)
     assert path in client.watchers and T0 in controller.context.reassignments
     # The leader adds 4 and dies before writing its ISR change notification.
@@ -115,7 +115,7 @@ def test_state_changes_of_a_whole_reassignment_are_read_in_one_event():
     controller.context = ctx
     controller._run = lambda decide, check_all=False: setattr(
         controller, "context", run_chain(controller.context, decide(controller.context))[0])
-    controller._watch_reassigning()
+    controller.state_watches.after_step(controller.context)
     run_events(controller)
     for tp, path in paths.items():
         current = controller.context.leadership[tp]

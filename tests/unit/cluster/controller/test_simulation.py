@@ -56,6 +56,7 @@ def _assert_faults_were_exercised(totals):
                  "event_IsrChangeNotification", "event_ReplicaLeaderElection", "event_TopicDeletion",
                  "event_TopicUncleanLeaderElectionEnable", "event_ControlledShutdown",
                  "event_LeaderAndIsrResponseReceived", "storage_error", "failover_with_dead_isr_members",
+                 "event_PartitionReassignmentWatch", "event_PartitionReassignmentIsrChange",
                  "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread",
                  "leader_wrote_after_states_read"):
         assert totals.get(name, 0) > 0, f"no {name} in {SEEDS} seeds: {sorted(totals.items())}"
