@@ -4,6 +4,13 @@ Translates the core's writes (model.ZkWrite) into ZooKeeper operations in
 Kafka's layout, applies them fenced by the controller epoch through
 `ZkControllerStore`, and reports one `WriteResult` per write. Reading
 partition states back (after a lost race) is pipelined.
+
+A topic's znode is written (a reassignment's adding/removing replicas) from
+the controller's context, which may not yet know partitions a tool has just
+added to that znode: Kafka's controller writes it over them, and they are
+lost. Here it is read, the partitions the context does not have are kept
+(`keep_added_partitions`), and written back conditionally on the version
+read; a tool writing meanwhile makes it read and merge again.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ from kafkactl.cluster.zk.client import wait
 from kafkactl.cluster.zk.codecs import PartitionState
 
 
+TOPIC_WRITE_ATTEMPTS = 5
+
+
 class ZkPort:
     def __init__(self, store: ZkControllerStore, controller_epoch: int) -> None:
         self.store = store
@@ -31,6 +41,46 @@ class ZkPort:
 
     def apply_writes(self, writes: Sequence[ZkWrite], controller_epoch_zk_version: int) -> list[WriteResult]:
         fence = ControllerEpoch(self.controller_epoch, controller_epoch_zk_version)
+        if any(type(w) is UpdateTopicAssignment for w in writes):
+            return self._with_topic_writes(writes, fence)
+        return self._apply(writes, fence)
+
+    def _with_topic_writes(self, writes: Sequence[ZkWrite], fence: ControllerEpoch) -> list[WriteResult]:
+        """Topic znodes first (as Kafka writes a reassignment's assignment
+        before the states), by read-merge-conditional-write; the rest as usual."""
+        topics = {i: self._write_topic_assignment(w, fence)
+                  for i, w in enumerate(writes) if type(w) is UpdateTopicAssignment}
+        if WriteResult.CONTROLLER_MOVED in topics.values():
+            return [WriteResult.CONTROLLER_MOVED] * len(writes)
+        others = [w for w in writes if type(w) is not UpdateTopicAssignment]
+        results = iter(self._apply(others, fence) if others else [])
+        return [topics[i] if i in topics else next(results) for i in range(len(writes))]
+
+    def _write_topic_assignment(self, write: UpdateTopicAssignment, fence: ControllerEpoch) -> WriteResult:
+        path = layout.topic(write.topic)
+        for _ in range(TOPIC_WRITE_ATTEMPTS):
+            node = self.store.get_many([path])[path]
+            if node is None:
+                return WriteResult.NO_NODE
+            try:
+                current = codecs.decode_topic(write.topic, node[0])
+            except codecs.ZnodeFormatError:
+                current = None                      # unreadable: ours replaces it, as before
+            merged = keep_added_partitions(write.assignment, current)
+            try:
+                [result] = self.store.write([SetData(path, codecs.encode_topic(merged), node[1].version)], fence)
+            except ControllerMovedError:
+                return WriteResult.CONTROLLER_MOVED
+            if result.error is None:
+                return WriteResult.OK
+            outcome = _result_of(result.error)
+            if outcome is not WriteResult.BAD_VERSION:
+                return outcome
+        # Written over and over meanwhile: execution writes it again (an
+        # unconditional write that failed is reissued), which merges again.
+        return WriteResult.NOT_APPLIED
+
+    def _apply(self, writes: Sequence[ZkWrite], fence: ControllerEpoch) -> list[WriteResult]:
         self._ensure_parents(writes)
         ops_per_write = self.operations(writes)
         flat = [op for ops in ops_per_write for op in ops]
@@ -115,6 +165,20 @@ class ZkPort:
         if self.store.exists(layout.topic_config(topic)) is not None:
             ops.append(Delete(layout.topic_config(topic)))
         return ops
+
+
+def keep_added_partitions(ours: codecs.TopicAssignment,
+                          current: codecs.TopicAssignment | None) -> codecs.TopicAssignment:
+    """The controller's assignment of the topic, plus the partitions the znode
+    has and the controller does not know yet (added by a tool, and not yet
+    read). Not for another incarnation of the topic (a different topic id)."""
+    if current is None or (current.topic_id and ours.topic_id and current.topic_id != ours.topic_id):
+        return ours
+    added = {p: replicas for p, replicas in current.partitions.items() if p not in ours.partitions}
+    if not added:
+        return ours
+    return codecs.TopicAssignment({**ours.partitions, **added}, ours.topic_id,
+                                  ours.adding_replicas, ours.removing_replicas)
 
 
 def _combined(results) -> WriteResult:

@@ -112,3 +112,17 @@ def test_the_request_object_serves_kazoos_queue():
     assert request.serialize() == kazoo_bytes(OPS, 1)
     assert "8 operations" in repr(request)
     assert request.deserialize(_response(_header(13)), 0) == [True]
+
+
+def test_the_controllers_topic_write_keeps_partitions_it_does_not_know_yet():
+    from kafkactl.cluster.controller.zk_port import keep_added_partitions
+    from kafkactl.cluster.zk.codecs import TopicAssignment
+
+    ours = TopicAssignment({0: [2, 3, 1]}, "id-a", adding_replicas={0: [3]}, removing_replicas={0: [1]})
+    # A tool added partition 1; its view of partition 0 is older: ours wins there.
+    merged = keep_added_partitions(ours, TopicAssignment({0: [1, 2], 1: [3, 1]}, "id-a"))
+    assert merged == TopicAssignment({0: [2, 3, 1], 1: [3, 1]}, "id-a", {0: [3]}, {0: [1]})
+    assert keep_added_partitions(ours, TopicAssignment({0: [1, 2]}, "id-a")) is ours
+    assert keep_added_partitions(ours, None) is ours
+    # Another incarnation of the topic: nothing of it is taken.
+    assert keep_added_partitions(ours, TopicAssignment({0: [1], 1: [1]}, "id-b")) is ours
