@@ -6,20 +6,24 @@ store anything.
 The controller remembers them (ControllerContext.replicas_on_offline_dirs,
 Kafka's replicasOnOfflineDirs) until the broker registers again (a new
 broker epoch) or dies, and until the partition is deleted. Meanwhile the
-replica is not online (context.is_replica_online): no election of any kind
-picks it, no ISR the controller writes takes it back, a topic deletion
-waits for it as for a dead broker. The ISR a leader writes itself is taken
+replica is not online (ControllerContext.is_replica_online): no election of
+any kind picks it, no ISR the controller writes adds it, a topic deletion
+waits for it as for a dead broker. An ISR a leader writes itself is taken
 as it is, as Kafka's ZooKeeper-era controller does: a replica that cannot
-store the partition does not fetch, so no leader adds it.
+store the partition does not fetch, so no leader adds it. A new controller
+starts knowing none (the brokers answer its full LeaderAndIsr afresh, as
+in Kafka). Kafka also forgets a replica its broker later answers for
+without error; the I/O layer here passes on only the errors, so it is
+forgotten at the broker's next registration.
 
 Rules, per partition (one write at most):
 - the replica is remembered, then goes to OfflineReplica (unless its topic
   is being deleted: the deletion decides);
 - if it led, a new leader is elected as for an offline leader, among the
   online replicas in the ISR (unclean: among all online replicas, if
-  allowed); the new ISR leaves it out. With no
-  such replica, the partition is left without a leader (Offline), the ISR
-  losing it unless it was the last member (Kafka's removeReplicasFromIsr);
+  allowed); the new ISR leaves it out. With no such replica, the partition
+  is left without a leader (Offline), the ISR losing it unless it was the
+  last member (Kafka's removeReplicasFromIsr);
 - if it followed, it leaves the ISR.
 A response from an earlier incarnation of the broker (another broker
 epoch) is ignored: the broker has registered again and been told its
