@@ -47,7 +47,8 @@ decisions.py             every operation, one import away:
     preferred.py         on_preferred_replica_election, on_auto_leader_rebalance
     shutdown.py          on_controlled_shutdown
     isr_change.py        on_isr_change
-    offline_dirs.py      on_leader_and_isr_response (replicas answered KAFKA_STORAGE_ERROR go offline)
+    offline_dirs.py      on_leader_and_isr_response (replicas answered KAFKA_STORAGE_ERROR go offline,
+                         remembered until their broker registers again)
 changes.py, builder.py, requests.py   shared per-partition steps, DecisionBuilder, request batching
 execution.py             apply_results, adopt_reread_states, execute, ZkPort
 events.py                the typed events the I/O layer queues (Kafka's names), with preempt

@@ -4,6 +4,11 @@ onBrokerFailure), driven by the children of /brokers/ids.
 A broker whose registration changed epoch (it lost its session and registered
 again before we noticed) is handled as a failure followed by a start-up: its
 old incarnation's leaderships and requests are void.
+
+Both forget the replicas the broker reported on offline log dirs (Kafka
+drops replicasOnOfflineDirs of a new or dead broker): a new incarnation
+answers its full LeaderAndIsr afresh, with KAFKA_STORAGE_ERROR where a log
+dir is still offline.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ def on_broker_failure(ctx: ControllerContext, broker_ids: Iterable[int]) -> Deci
     for broker_id in dead:
         del b.ctx.live_brokers[broker_id]
         b.ctx.shutting_down.discard(broker_id)
+    b.ctx.forget_offline_dirs_of(dead)
     affected = b.ctx.partitions_on_brokers(dead)
     _replicas_offline(b.ctx, dead, affected)
     handle_offline_replicas(b, affected)
@@ -79,6 +85,7 @@ def on_broker_startup(ctx: ControllerContext, registrations: Mapping[int, Broker
     for broker_id in new:
         b.ctx.live_brokers[broker_id] = registrations[broker_id]
         b.ctx.shutting_down.discard(broker_id)
+    b.ctx.forget_offline_dirs_of(new)
     # Existing brokers only learn the new broker list; new ones get everything.
     b.batch.update_metadata(existing)
     b.batch.update_metadata(new, [tp for tp in b.ctx.all_partitions() if tp in b.ctx.leadership])

@@ -76,10 +76,11 @@ def redo_online_or_elect(ctx: ControllerContext, tps: frozenset[TopicPartition])
 
 
 def initialize_leader(b: DecisionBuilder, tp: TopicPartition) -> bool:
-    """New partition: the first live replica leads, the live replicas are the
-    ISR, leader epoch 0. With no live replica it stays New until one registers."""
+    """New partition: the first online replica leads, the online replicas are
+    the ISR, leader epoch 0. With no online replica it stays New until one
+    registers."""
     ctx = b.ctx
-    live = [r for r in ctx.replicas(tp) if ctx.is_replica_online(r)]
+    live = [r for r in ctx.replicas(tp) if ctx.is_replica_online(r, tp)]
     if not live:
         return False
     state = PartitionState(leader=live[0], leader_epoch=0, isr=live, controller_epoch=ctx.controller_epoch)
@@ -92,7 +93,7 @@ def initialize_leader(b: DecisionBuilder, tp: TopicPartition) -> bool:
 
 def _replicas_online(ctx: ControllerContext, tp: TopicPartition) -> None:
     for replica in ctx.partition_replicas(tp):
-        if ctx.is_broker_live(replica.broker_id):
+        if ctx.is_broker_live(replica.broker_id) and not ctx.is_on_offline_dir(replica.broker_id, tp):
             rsm.transition(ctx.replica_states, replica, ReplicaStateName.ONLINE)
 
 
@@ -101,9 +102,8 @@ def elect_offline(b: DecisionBuilder, tp: TopicPartition, online: frozenset[int]
     partitions computes it once)."""
     ctx = b.ctx
     state = ctx.leadership[tp]
-    if online is None:
-        online = ctx.online_brokers()
-    result = offline_election(ctx.assignments[tp].replicas, state.isr, online, ctx.unclean_enabled(tp.topic))
+    result = offline_election(ctx.assignments[tp].replicas, state.isr, ctx.online_replicas(tp, online),
+                              ctx.unclean_enabled(tp.topic))
     if type(result) is Elected:
         b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
         psm.transition(ctx.partition_states, tp, ONLINE)
@@ -192,6 +192,7 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
     assignments, leadership, live = ctx.assignments, ctx.leadership, ctx.live_brokers
     partition_states, deleting = ctx.partition_states, ctx.topics_to_delete
     online = ctx.online_brokers()
+    offline_dirs = ctx.replicas_on_offline_dirs      # nearly always empty
     unclean: dict[str, bool] = {}
     for tp in sorted_unique(tps):
         if tp not in assignments or tp.topic in deleting:
@@ -205,7 +206,8 @@ def handle_offline_replicas(b: DecisionBuilder, tps: Iterable[TopicPartition]) -
             if topic not in unclean:
                 unclean[topic] = ctx.unclean_enabled(topic)
             replicas = assignments[tp].replicas
-            result = offline_election(replicas, state.isr, online, unclean[topic])
+            live_replicas = ctx.online_replicas(tp, online) if offline_dirs else online
+            result = offline_election(replicas, state.isr, live_replicas, unclean[topic])
             if type(result) is Elected:
                 b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
                 psm.transition(partition_states, tp, ONLINE)

@@ -4,8 +4,15 @@ Two kinds of data live here. A mirror of ZooKeeper (live brokers, topic
 assignments, partition leadership with zk versions, the admin triggers) that
 changes only by the writes of a decision or by what the I/O layer read; and
 the controller's own bookkeeping (state machines, brokers shutting down,
-deletion and reassignment progress) that ZooKeeper does not hold and a new
-controller rebuilds on failover.
+deletion and reassignment progress, replicas on offline log dirs) that
+ZooKeeper does not hold and a new controller rebuilds on failover.
+
+A replica is online (Kafka's isReplicaOnline) when its broker is registered,
+not shutting down (unless the caller counts those), and the replica is not
+on a log dir its broker reported offline (`replicas_on_offline_dirs`: the
+partitions a broker answered LeaderAndIsr for with KAFKA_STORAGE_ERROR,
+kept until that broker registers again or dies, dropped with the partition).
+Only an online replica is elected leader or put into an ISR.
 
 Values stored here are immutable (frozen dataclasses, tuples), so `copy()`
 copies only the containers: a decision works on a copy and never changes the
@@ -15,7 +22,7 @@ context it was given.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet as Set, Iterable
+from typing import AbstractSet as Set, Collection, Iterable
 
 from kafkactl.cluster.controller.model import (
     NO_LEADER, PartitionReplica, ReplicaAssignment, TopicPartition,
@@ -174,6 +181,8 @@ class ControllerContext:
     replica_states: dict[PartitionReplica, ReplicaStateName] = field(default_factory=dict)
     reassignments: dict[TopicPartition, Reassignment] = field(default_factory=dict)
     deletion_ineligible: set[str] = field(default_factory=set)
+    # broker -> partitions it answered KAFKA_STORAGE_ERROR for, since it registered
+    replicas_on_offline_dirs: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.assignments, ReplicaAssignments):
@@ -198,6 +207,8 @@ class ControllerContext:
             replica_states=dict(self.replica_states),
             reassignments=dict(self.reassignments),
             deletion_ineligible=set(self.deletion_ineligible),
+            # Values are frozensets: copying the dict copies a few references.
+            replicas_on_offline_dirs=dict(self.replicas_on_offline_dirs),
         )
 
     def restore_partition(self, before: ControllerContext, tp: TopicPartition) -> None:
@@ -229,12 +240,64 @@ class ControllerContext:
         """Registered, shutting down or not: it still receives requests."""
         return broker_id in self.live_brokers
 
-    def is_replica_online(self, broker_id: int) -> bool:
-        """Registered and not shutting down: may become leader or join an ISR."""
-        return broker_id in self.live_brokers and broker_id not in self.shutting_down
-
     def online_brokers(self) -> frozenset[int]:
         return frozenset(b for b in self.live_brokers if b not in self.shutting_down)
+
+    # --- replicas: the one liveness predicate of elections and ISRs
+
+    def is_on_offline_dir(self, broker_id: int, tp: TopicPartition) -> bool:
+        """The broker answered KAFKA_STORAGE_ERROR for `tp` since it registered."""
+        tps = self.replicas_on_offline_dirs.get(broker_id)
+        return tps is not None and tp in tps
+
+    def is_replica_online(self, broker_id: int, tp: TopicPartition, include_shutting_down: bool = False) -> bool:
+        """Kafka's isReplicaOnline: the broker is registered (and not shutting
+        down, unless `include_shutting_down`) and its replica of `tp` is not
+        on an offline log dir. Only such a replica may lead or join an ISR."""
+        if include_shutting_down:
+            broker_ok = broker_id in self.live_brokers
+        else:
+            broker_ok = broker_id in self.live_brokers and broker_id not in self.shutting_down
+        return broker_ok and not self.is_on_offline_dir(broker_id, tp)
+
+    def online_replicas(self, tp: TopicPartition, brokers: Collection[int] | None = None) -> Collection[int]:
+        """The `live` set an election of `tp` takes: `brokers` (by default
+        online_brokers(); a loop over many partitions passes it, computed
+        once) less the brokers whose replica of `tp` is on an offline log
+        dir. The same as filtering with is_replica_online, without a lookup
+        per broker and partition when no log dir is offline (nearly always)."""
+        if brokers is None:
+            brokers = self.online_brokers()
+        offline_dirs = self.replicas_on_offline_dirs
+        if not offline_dirs:
+            return brokers
+        out = [b for b, tps in offline_dirs.items() if tp in tps]
+        return frozenset(b for b in brokers if b not in out) if out else brokers
+
+    def replicas_offline_on_dirs(self, broker_id: int, tps: Iterable[TopicPartition]) -> None:
+        """Remember that the broker cannot store `tps` (partitions the
+        context does not know are left out: nothing can elect them)."""
+        known = frozenset(tp for tp in tps if tp in self.assignments)
+        if known:
+            offline_dirs = self.replicas_on_offline_dirs
+            offline_dirs[broker_id] = offline_dirs.get(broker_id, _NONE) | known
+
+    def forget_offline_dirs_of(self, broker_ids: Iterable[int]) -> None:
+        """The brokers registered anew or died: their log dirs are unknown again."""
+        for broker_id in broker_ids:
+            self.replicas_on_offline_dirs.pop(broker_id, None)
+
+    def forget_offline_dirs_for(self, tps: Iterable[TopicPartition]) -> None:
+        """The partitions were deleted."""
+        gone = frozenset(tps)
+        offline_dirs = self.replicas_on_offline_dirs
+        for broker_id, held in list(offline_dirs.items()):
+            if not held.isdisjoint(gone):
+                kept = held - gone
+                if kept:
+                    offline_dirs[broker_id] = kept
+                else:
+                    del offline_dirs[broker_id]
 
     def broker_epoch(self, broker_id: int) -> int:
         registration = self.live_brokers.get(broker_id)

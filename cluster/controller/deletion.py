@@ -4,8 +4,9 @@ A topic listed under /admin/delete_topics is queued. Its deletion starts at
 once: reassignments of its partitions are called off, clients are told the
 topic is going (UpdateMetadata with leader -2), every replica on a live broker gets
 StopReplica(delete) and waits in ReplicaDeletionStarted for the broker's
-answer; replicas on dead brokers are ReplicaDeletionIneligible and the topic
-waits for those brokers to return. When every replica has answered success,
+answer; replicas on dead brokers (or on a log dir their broker reported
+offline) are ReplicaDeletionIneligible and the topic waits for those
+brokers to return (register again). When every replica has answered success,
 the topic's znodes and the trigger are deleted and the topic leaves the
 context. No partition state is written on the way: the znodes go anyway.
 """
@@ -110,7 +111,7 @@ def _start(b: DecisionBuilder, topic: str, tps: list[TopicPartition],
     for replica in replicas:
         if rsm.current_state(ctx.replica_states, replica) is ReplicaStateName.DELETION_SUCCESSFUL:
             continue
-        if ctx.is_replica_online(replica.broker_id):
+        if ctx.is_replica_online(replica.broker_id, replica.topic_partition):
             rsm.start_deletion(ctx.replica_states, replica)
             b.batch.stop_replica(replica.broker_id, replica.topic_partition, delete=True)
         else:
@@ -138,7 +139,9 @@ def _cancel_reassignments(b: DecisionBuilder, tps: list[TopicPartition]) -> None
 
 def _complete(b: DecisionBuilder, topic: str) -> None:
     ctx = b.ctx
-    for tp in ctx.partitions_of(topic):
+    tps = ctx.partitions_of(topic)
+    ctx.forget_offline_dirs_for(tps)
+    for tp in tps:
         for replica in ctx.partition_replicas(tp):
             rsm.transition(ctx.replica_states, replica, ReplicaStateName.NON_EXISTENT)
         ctx.partition_states.pop(tp, None)

@@ -6,9 +6,12 @@ returns `Elected` (the new leader and ISR) or `NotElected` (why not). Writing
 the result, bumping the leader epoch and telling the brokers is the caller's
 business (see changes.py).
 
-"Live" for the offline, reassignment and preferred elections means
-registered and not shutting down: a broker on its way out must not be handed
-new leaderships. The controlled-shutdown election takes both sets apart.
+"Live" for the offline, reassignment and preferred elections means the
+partition's replica is online (ControllerContext.online_replicas): its
+broker registered and not shutting down (a broker on its way out must not
+be handed new leaderships), the replica not on a log dir its broker reported
+offline. The controlled-shutdown election takes live and shutting-down
+brokers apart.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 On one context: every ISR is a non-empty subset of the assigned replicas
 (adding ones included); a leader is assigned and in the ISR unless it was
 elected uncleanly and is still recovering; outside topics being deleted no
-partition is led by a broker the controller knows is dead; state machines
-agree with the leadership they describe; the bookkeeping refers only to
-partitions and replicas that exist.
+partition is led by a broker the controller knows is dead, nor by a replica
+on a log dir its broker reported offline, and such a replica is not
+OnlineReplica; state machines agree with the leadership they describe; the
+bookkeeping refers only to partitions and replicas that exist (replicas on
+offline log dirs: live brokers, known partitions).
 
 Against the previous context of the same controller (or of its
 predecessor): the controller epoch never goes back; per partition of the
@@ -22,7 +24,7 @@ from typing import AbstractSet, Callable
 from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.model import NO_LEADER, RECOVERING, PartitionReplica, TopicPartition
 from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
-from kafkactl.cluster.controller.replica_state_machine import DELETION_STATES
+from kafkactl.cluster.controller.replica_state_machine import DELETION_STATES, ReplicaStateName
 from kafkactl.cluster.invariant import invariant
 
 
@@ -63,6 +65,7 @@ def check_invariants(ctx: ControllerContext, previous: ControllerContext | None 
     for tp in sorted(suspects):
         _check_partition(ctx, tp)
     _check_bookkeeping(ctx, changes, retrying)
+    _check_offline_dirs(ctx, retrying)
     _check_index(ctx, changes)
     if previous is not None:
         # Partitions waiting for a retry were left out of the screen; their
@@ -97,6 +100,11 @@ def changed_partitions(ctx: ControllerContext, previous: ControllerContext) -> C
         b for b, r in ctx.live_brokers.items() if b in previous.live_brokers and previous.live_brokers[b] != r}
     if moved:
         changed.update(dict.fromkeys([tp for tp, state in ctx.leadership.items() if state.leader in moved]))
+    # A replica reported on an offline log dir may no longer lead its partition.
+    offline_dirs, offline_before = ctx.replicas_on_offline_dirs, previous.replicas_on_offline_dirs
+    if offline_dirs != offline_before:
+        for broker_id, tps in offline_dirs.items():
+            changed.update(dict.fromkeys(sorted(tps - offline_before.get(broker_id, frozenset()))))
     deleting = ctx.topics_to_delete ^ previous.topics_to_delete
     if deleting:
         reassigned.update(dict.fromkeys([tp for tp in ctx.assignments if tp.topic in deleting]))
@@ -136,6 +144,7 @@ def _screen_partitions(ctx: ControllerContext, previous: ControllerContext | Non
     must be looked up (None: all)."""
     assignments, leadership, partition_states = ctx.assignments, ctx.leadership, ctx.partition_states
     replica_states, topic_ids, deleting, live = ctx.replica_states, ctx.topic_ids, ctx.topics_to_delete, ctx.live_brokers
+    offline_dirs = ctx.replicas_on_offline_dirs
     epoch = ctx.controller_epoch
     online, offline, new = PartitionStateName.ONLINE, PartitionStateName.OFFLINE, PartitionStateName.NEW
     before_all = previous.leadership if previous is not None else None
@@ -181,6 +190,8 @@ def _screen_partitions(ctx: ControllerContext, previous: ControllerContext | Non
                     ok = (leader == NO_LEADER or has_live_leader) and (
                         has_live_leader if partition_state is online
                         else partition_state is offline and not has_live_leader)
+                    if ok and offline_dirs and leader in offline_dirs:
+                        ok = tp not in offline_dirs[leader]
         if not ok:
             suspects.append(tp)
         if state is not None and before_all is not None and tp in before_all:
@@ -224,6 +235,8 @@ def _check_partition(ctx: ControllerContext, tp: TopicPartition) -> None:
         return
     _require(state.leader == NO_LEADER or ctx.is_broker_live(state.leader),
              lambda: f"{tp}: led by broker {state.leader}, which is dead")
+    _require(not ctx.is_on_offline_dir(state.leader, tp),
+             lambda: f"{tp}: led by broker {state.leader}, which reported it on an offline log dir")
     if partition_state is PartitionStateName.ONLINE:
         _require(ctx.has_live_leader(tp), lambda: f"{tp}: Online without a live leader ({state.leader})")
     else:
@@ -275,6 +288,23 @@ def _check_bookkeeping(ctx: ControllerContext, changes: Changes | None = None,
                  lambda: f"{tp}: reassignment target {reassignment.target} but assignment {assignment}")
     _require(ctx.deletion_ineligible <= ctx.topics_to_delete,
              lambda: f"topics {sorted(ctx.deletion_ineligible - ctx.topics_to_delete)} ineligible but not deleted")
+
+
+def _check_offline_dirs(ctx: ControllerContext, retrying: frozenset[TopicPartition]) -> None:
+    """Replicas on offline log dirs: of live brokers, of known partitions,
+    and not OnlineReplica (outside topics being deleted, whose replicas the
+    deletion moves). Checked in full: a handful of entries, nearly always none."""
+    for broker_id, tps in ctx.replicas_on_offline_dirs.items():
+        _require(broker_id in ctx.live_brokers,
+                 lambda: f"broker {broker_id} is not live but its offline log dirs are remembered")
+        _require(bool(tps), lambda: f"broker {broker_id}: an empty set of replicas on offline log dirs")
+        for tp in tps:
+            _require(tp in ctx.assignments, lambda: f"{tp}@{broker_id}: on an offline log dir of an unknown partition")
+            if tp in retrying or ctx.is_queued_for_deletion(tp.topic):
+                continue
+            replica_state = ctx.replica_states.get(PartitionReplica(tp, broker_id))
+            _require(replica_state is not ReplicaStateName.ONLINE,
+                     lambda: f"{tp}@{broker_id}: OnlineReplica on a log dir its broker reported offline")
 
 
 def _check_index(ctx: ControllerContext, changes: Changes | None = None) -> None:

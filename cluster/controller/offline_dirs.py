@@ -3,13 +3,27 @@ LeaderAndIsrResponseReceived): a broker answered LeaderAndIsr with
 KAFKA_STORAGE_ERROR for some partitions, so its replicas of them cannot
 store anything.
 
+The controller remembers them (ControllerContext.replicas_on_offline_dirs,
+Kafka's replicasOnOfflineDirs) until the broker registers again (a new
+broker epoch) or dies, and until the partition is deleted. Meanwhile the
+replica is not online (ControllerContext.is_replica_online): no election of
+any kind picks it, no ISR the controller writes adds it, a topic deletion
+waits for it as for a dead broker. An ISR a leader writes itself is taken
+as it is, as Kafka's ZooKeeper-era controller does: a replica that cannot
+store the partition does not fetch, so no leader adds it. A new controller
+starts knowing none (the brokers answer its full LeaderAndIsr afresh, as
+in Kafka). Kafka also forgets a replica its broker later answers for
+without error; the I/O layer here passes on only the errors, so it is
+forgotten at the broker's next registration.
+
 Rules, per partition (one write at most):
-- the replica goes to OfflineReplica (unless its topic is being deleted:
-  the deletion decides);
+- the replica is remembered, then goes to OfflineReplica (unless its topic
+  is being deleted: the deletion decides);
 - if it led, a new leader is elected as for an offline leader, among the
-  other online replicas in the ISR; the new ISR leaves it out. With no
-  such replica, the partition is left without a leader (Offline), the ISR
-  losing it unless it was the last member (Kafka's removeReplicasFromIsr);
+  online replicas in the ISR (unclean: among all online replicas, if
+  allowed); the new ISR leaves it out. With no such replica, the partition
+  is left without a leader (Offline), the ISR losing it unless it was the
+  last member (Kafka's removeReplicasFromIsr);
 - if it followed, it leaves the ISR.
 A response from an earlier incarnation of the broker (another broker
 epoch) is ignored: the broker has registered again and been told its
@@ -38,6 +52,8 @@ def on_leader_and_isr_response(ctx: ControllerContext, broker_id: int, broker_ep
     b = DecisionBuilder(ctx)
     if broker_id not in ctx.live_brokers or broker_epoch != ctx.broker_epoch(broker_id):
         return b.decision()
+    offline = sorted_unique(offline)
+    b.ctx.replicas_offline_on_dirs(broker_id, offline)
     replicas_offline(b, broker_id, offline)
     return b.decision(retry=partial(_redo, broker_id=broker_id))
 
@@ -60,8 +76,8 @@ def replicas_offline(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPart
 def _elect_without(b: DecisionBuilder, tp: TopicPartition, broker_id: int) -> None:
     ctx = b.ctx
     state = ctx.leadership[tp]
-    online = ctx.online_brokers() - {broker_id}
-    result = offline_election(ctx.replicas(tp), state.isr, online, ctx.unclean_enabled(tp.topic))
+    # The replica is remembered already, so it is not among the online ones.
+    result = offline_election(ctx.replicas(tp), state.isr, ctx.online_replicas(tp), ctx.unclean_enabled(tp.topic))
     if isinstance(result, Elected):
         b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
         psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)

@@ -2,7 +2,8 @@
 automatic leader rebalance (Kafka's checkAndTriggerAutoLeaderRebalance).
 
 The preferred replica is the first of the assignment. It takes over when it
-is online and in the ISR; partitions being reassigned or deleted are left
+is online (its broker registered and not shutting down, the replica not on
+an offline log dir) and in the ISR; partitions being reassigned or deleted are left
 alone, and so are those it leads already.
 """
 
@@ -62,7 +63,7 @@ def rebalance_candidates(ctx: ControllerContext) -> list[TopicPartition]:
         if len(not_led) * 100 <= ctx.config.leader_imbalance_per_broker_percentage * len(tps):
             continue
         candidates.extend(tp for tp in not_led
-                          if not ctx.is_being_reassigned(tp) and ctx.is_replica_online(broker_id)
+                          if not ctx.is_being_reassigned(tp) and ctx.is_replica_online(broker_id, tp)
                           and broker_id in ctx.leadership[tp].isr)
     return candidates
 
@@ -77,7 +78,7 @@ def elect_preferred(b: DecisionBuilder, tps: Iterable[TopicPartition]) -> None:
         replicas = ctx.replicas(tp)
         if state is None or state.leader == replicas[0]:
             continue
-        result = preferred_election(replicas, state.isr, online)
+        result = preferred_election(replicas, state.isr, ctx.online_replicas(tp, online))
         if isinstance(result, Elected):
             b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
             psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)

@@ -9,7 +9,8 @@ RS = target + original, adding = target - original, removing = original - target
 3. wait until target is a subset of the ISR (ISR change notifications, broker
    start-up and failover call `reassignment_progress`);
 4. in one conditional write: keep the leader if it is in the target and
-   online, else elect the first live target replica in the ISR; the ISR loses
+   online, else elect the first online target replica in the ISR (a replica
+   on an offline log dir is not online, see context.py); the ISR loses
    the removing replicas; LeaderAndIsr with replicas = target; StopReplica
    (delete) to the removing replicas;
 5. once that write is in: write the final assignment and take the partition
@@ -167,10 +168,10 @@ def _complete(b: DecisionBuilder, tp: TopicPartition) -> bool:
     ctx = b.ctx
     state, assignment = ctx.leadership[tp], ctx.assignments[tp]
     target = ctx.reassignments[tp].target
-    if state.leader in target and ctx.is_replica_online(state.leader):
+    if state.leader in target and ctx.is_replica_online(state.leader, tp):
         leader, recovery = state.leader, state.leader_recovery_state
     else:
-        result = reassignment_election(target, state.isr, ctx.online_brokers())
+        result = reassignment_election(target, state.isr, ctx.online_replicas(tp))
         if not isinstance(result, Elected):
             return False                      # wait: a target replica must come back first
         leader, recovery = result.leader, RECOVERED
@@ -180,7 +181,7 @@ def _complete(b: DecisionBuilder, tp: TopicPartition) -> bool:
     ctx.assignments[tp] = ReplicaAssignment(target)
     ctx.reassignments[tp] = Reassignment(target, completing=True)
     for broker_id in assignment.adding:
-        if ctx.is_broker_live(broker_id):
+        if ctx.is_broker_live(broker_id) and not ctx.is_on_offline_dir(broker_id, tp):
             rsm.transition(ctx.replica_states, PartitionReplica(tp, broker_id), ReplicaStateName.ONLINE)
     for broker_id in assignment.removing:
         rsm.delete_now(ctx.replica_states, PartitionReplica(tp, broker_id))

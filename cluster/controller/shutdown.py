@@ -2,7 +2,8 @@
 
 The broker asks before it stops. It is marked shutting down (no new
 leaderships, no ISR membership from elections); each partition it leads with
-another replica gets a new leader by the controlled-shutdown election; it
+another replica gets a new leader by the controlled-shutdown election (never
+a replica on an offline log dir); it
 leaves the ISR of the partitions it follows and gets StopReplica (no delete)
 for them. The reply lists the partitions it still leads, so the broker can
 retry or give up.
@@ -53,7 +54,8 @@ def move_away(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPartition])
         if state is None or ctx.is_queued_for_deletion(tp.topic):
             continue
         if state.leader == broker_id:
-            result = controlled_shutdown_election(ctx.replicas(tp), state.isr, ctx.live_brokers, ctx.shutting_down)
+            live = ctx.online_replicas(tp, ctx.live_brokers.keys())    # shutting-down brokers included
+            result = controlled_shutdown_election(ctx.replicas(tp), state.isr, live, ctx.shutting_down)
             if isinstance(result, Elected):
                 b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
                 psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)

@@ -1,8 +1,10 @@
 """What the simulation checks, after every step and at the end.
 
 After every step: the core's invariants, ZooKeeper's content (against the
-controller's mirror and its own history) and that no two brokers lead a
-partition in the same leader epoch. After each controller failover: no dead
+controller's mirror and its own history), that no two brokers lead a
+partition in the same leader epoch, and that no partition is led by a
+replica its broker told the controller it cannot store (KAFKA_STORAGE_ERROR)
+since the broker last registered (and the controller took over). After each controller failover: no dead
 broker left in an ISR. Once the cluster is healed: every admin znode the
 tool wrote was read by the controller (through its watches, before any new
 controller read everything afresh) and every announced ISR change taken in,
@@ -54,6 +56,8 @@ class Checks:
             self._check_zookeeper()
             self._checked = seen
         self._check_brokers()
+        if self.unable_to_store:
+            self._check_offline_dirs()
 
     def _check_zookeeper(self) -> None:
         ctx = self.ctx
@@ -115,6 +119,39 @@ class Checks:
                         self.fail(f"{tp}: brokers {leaders[key]} and {broker.broker_id} both lead epoch "
                                   f"{local.leader_epoch}")
                     leaders[key] = broker.broker_id
+
+    def note_storage_errors(self, event) -> None:
+        """The controller is about to handle a LeaderAndIsr answered with
+        KAFKA_STORAGE_ERROR: from now on, until the broker registers again
+        or another controller takes over, none of those partitions (of the
+        topic known now: a topic re-created under its name is another) may
+        be led by that broker. An answer from an earlier incarnation, or
+        from a broker the controller holds dead, tells it nothing."""
+        ctx = self.ctx
+        if event.broker_epoch != ctx.broker_epoch(event.broker_id):
+            return
+        epoch, held = self.unable_to_store.get(event.broker_id, (event.broker_epoch, set()))
+        if epoch != event.broker_epoch:
+            held = set()
+        held.update((tp, ctx.topic_ids.get(tp.topic)) for tp in event.offline if tp in ctx.assignments)
+        if held:
+            self.unable_to_store[event.broker_id] = (event.broker_epoch, held)
+            self.count("offline_dir_remembered")
+
+    def _check_offline_dirs(self) -> None:
+        ctx = self.ctx
+        for broker_id, (epoch, held) in self.unable_to_store.items():
+            if self.brokers[broker_id].epoch != epoch:
+                continue                     # registered again: the controller may forget
+            for tp, topic_id in held:
+                if ctx.topic_ids.get(tp.topic) != topic_id or ctx.is_queued_for_deletion(tp.topic):
+                    continue
+                mine, stored = ctx.leadership.get(tp), self.partition_state(tp)
+                for where, state in (("the controller", mine), ("ZooKeeper", stored)):
+                    if state is not None and state.leader == broker_id:
+                        self.fail(f"{tp}: {where} has it led by broker {broker_id}, which answered "
+                                  f"KAFKA_STORAGE_ERROR for it in broker epoch {epoch}")
+                self.count("offline_dir_checked")
 
     # --- after a controller failover
 

@@ -19,6 +19,7 @@ from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.context import ControllerConfig, ControllerContext
 from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
+from kafkactl.cluster.controller.model import TopicPartition
 from kafkactl.cluster.controller.simulation.admin import AdminActions
 from kafkactl.cluster.controller.simulation.brokers import BrokerActions, FakeBroker
 from kafkactl.cluster.controller.simulation.checks import Checks
@@ -53,6 +54,8 @@ class Simulation(BrokerActions, AdminActions, Checks):
         self.port = SimZk(self)
         self.epoch_leaders: dict[tuple[str | None, int, int], int] = {}   # (topic id, p, leader epoch) -> leader
         self.state_versions: dict[tuple[str | None, int], int] = {}
+        # broker -> (its broker epoch, partitions it told the controller it cannot store); see Checks
+        self.unable_to_store: dict[int, tuple[int, set[tuple[TopicPartition, str | None]]]] = {}
         self.stats: dict[str, int] = {}
         self._checked: tuple = ()
         self.zk.create(layout.CONTROLLER_EPOCH, codecs.encode_controller_epoch(0))
@@ -127,6 +130,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
         # on (it resigned); the new one reads everything afresh.
         self.zk.new_session()
         self.events.clear()
+        self.unable_to_store.clear()            # a new controller has not been told yet
         self.state_watches.reset()
         self.reads = ControllerReads(SimStore(self), self._watch)
         snapshot, notifications = self.reads.cluster(epoch, epoch_version, self.port.read_partition_states)
@@ -208,6 +212,10 @@ class Simulation(BrokerActions, AdminActions, Checks):
         states = self.state_watches.read(self.ctx, partitions, self.reads.store)
         return [lambda c: ops.on_isr_change(c, states)] if states else []
 
+    def _storage_errors(self, event) -> list:
+        self.note_storage_errors(event)          # what the checks hold the controller to from now on
+        return [lambda c: ops.on_leader_and_isr_response(c, event.broker_id, event.broker_epoch, event.offline)]
+
     _handlers = {
         ev.WatchReassigningStates: _watch_reassigning,
         ev.PartitionReassignmentIsrChange: _reassigning_states_changed,
@@ -216,8 +224,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
         ev.IsrChangeNotification: _isr_change, ev.ConfigChange: _config_change,
         ev.StopReplicaResponseReceived: lambda _self, e: [
             lambda c: ops.on_stop_replica_response(c, e.broker_id, e.broker_epoch, dict(e.errors))],
-        ev.LeaderAndIsrResponseReceived: lambda _self, e: [
-            lambda c: ops.on_leader_and_isr_response(c, e.broker_id, e.broker_epoch, e.offline)],
+        ev.LeaderAndIsrResponseReceived: _storage_errors,
         ev.AutoPreferredReplicaLeaderElection: lambda _self, _e: [ops.on_auto_leader_rebalance],
         ev.ControlledShutdown: lambda _self, e: [
             lambda c: ops.on_controlled_shutdown(c, e.broker_id, e.broker_epoch)],

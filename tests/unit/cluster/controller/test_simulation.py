@@ -10,6 +10,7 @@ import traceback
 
 import pytest
 
+from kafkactl.cluster.controller.context import ControllerContext
 from kafkactl.cluster.controller.simulation import Simulation, SimulationFailure
 from kafkactl.cluster.controller.zk_reads import ControllerReads
 
@@ -55,7 +56,8 @@ def _assert_faults_were_exercised(totals):
                  "event_TopicDeletionStopReplicaResponseReceived", "event_PartitionReassignment",
                  "event_IsrChangeNotification", "event_ReplicaLeaderElection", "event_TopicDeletion",
                  "event_TopicUncleanLeaderElectionEnable", "event_ControlledShutdown",
-                 "event_LeaderAndIsrResponseReceived", "storage_error", "failover_with_dead_isr_members",
+                 "event_LeaderAndIsrResponseReceived", "storage_error", "offline_dir_remembered",
+                 "offline_dir_checked", "failover_with_dead_isr_members",
                  "event_PartitionReassignmentWatch", "event_PartitionReassignmentIsrChange",
                  "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread",
                  "leader_wrote_after_states_read"):
@@ -97,4 +99,13 @@ def test_the_simulation_catches_watch_callbacks_piling_up(monkeypatch):
     monkeypatch.setattr(ControllerReads, "watch", lambda self, event: self._new_watch(event))
     with pytest.raises(SimulationFailure, match="watch callbacks pile up"):
         for seed in range(20):
+            Simulation(seed).run(STEPS)
+
+
+def test_the_simulation_catches_a_controller_that_forgets_replicas_on_offline_log_dirs(monkeypatch):
+    # As the controller was before it remembered them: a replica whose broker
+    # answered KAFKA_STORAGE_ERROR could be elected again by a later step.
+    monkeypatch.setattr(ControllerContext, "replicas_offline_on_dirs", lambda self, broker_id, tps: None)
+    with pytest.raises(SimulationFailure, match="answered KAFKA_STORAGE_ERROR"):
+        for seed in range(100):
             Simulation(seed).run(STEPS)
