@@ -101,6 +101,7 @@ class BrokerClient:
         self._sock: socket.socket | None = None
         self._correlation_id = 0
         self._lock = threading.Lock()   # guards _sock against close() from another thread
+        self._shut_down = False         # for good: no reconnecting (see shutdown)
         self._buffer = bytearray(64 * 1024)   # see REUSED_RESPONSE_BUFFER_MAX
 
     def request(self, request, timeout_s: float | None = None, response_cls=None):
@@ -160,6 +161,8 @@ class BrokerClient:
 
     def _connected(self) -> socket.socket:
         with self._lock:
+            if self._shut_down:
+                raise BrokerConnectionError(f"{self.host}:{self.port}: client shut down")
             if self._sock is not None:
                 return self._sock
         try:
@@ -168,8 +171,18 @@ class BrokerClient:
             raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {error}") from error
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._lock:
-            self._sock = sock
-        return sock
+            if not self._shut_down:
+                self._sock = sock
+                return sock
+        sock.close()                    # shut down while connecting
+        raise BrokerConnectionError(f"{self.host}:{self.port}: client shut down")
+
+    def shutdown(self) -> None:
+        """Close for good, from any thread: a pending request fails at once, and
+        so does every later one (close() alone lets the next one reconnect)."""
+        with self._lock:
+            self._shut_down = True
+        self.close()
 
     def close(self) -> None:
         """Close the connection; safe from another thread, which unblocks a pending request."""

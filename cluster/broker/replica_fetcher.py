@@ -187,10 +187,23 @@ class ReplicaFetcherThread:
         return self._connect_backoff_s
 
     def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop and wait for the thread (at most `timeout_s`)."""
+        self.request_stop()
+        self.join(timeout_s)
+
+    def request_stop(self) -> None:
+        """Stop without waiting: the thread ends on its own. Its partitions were
+        removed first (remove_partitions), so it cannot touch them any more.
+        The control thread must not wait here: the thread may be in a request
+        to a broker whose own control thread waits likewise (two brokers each
+        deleting a topic the other leads waited 5 s each for the other's
+        fetcher, in the admin soak of issue 12)."""
         self._stopping.set()
         with self._lock:
             self._changed.notify_all()
-        self.client.close()   # unblocks a fetch waiting on the leader
+        self.client.shutdown()   # fails a request in flight, and any after it
+
+    def join(self, timeout_s: float) -> None:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout_s)
 
@@ -477,6 +490,7 @@ class ReplicaFetcherManager:
         self.config = config
         self.throttle = throttle   # FollowerThrottle-like: skip(partition) / record(size); None: never
         self._fetchers: dict[int, ReplicaFetcherThread] = {}
+        self._stopped: list[ReplicaFetcherThread] = []   # asked to stop, joined at shutdown
         self._lock = threading.Lock()
 
     def add_partitions(self, leader_id: int, endpoint: tuple[str, int],
@@ -486,7 +500,7 @@ class ReplicaFetcherManager:
             moved: list[PartitionFetchState] = []
             if fetcher is not None and fetcher.endpoint != tuple(endpoint):
                 moved = fetcher.remove_partitions(list(fetcher.partitions()))
-                fetcher.stop()
+                self._retire(fetcher)
                 fetcher = None
             if fetcher is None:
                 fetcher = ReplicaFetcherThread(self.broker_id, leader_id, endpoint[0], endpoint[1], self.config)
@@ -502,7 +516,13 @@ class ReplicaFetcherManager:
                 fetcher.remove_partitions(keys)
                 if fetcher.partition_count() == 0:
                     del self._fetchers[leader_id]
-                    fetcher.stop()
+                    self._retire(fetcher)
+
+    def _retire(self, fetcher: ReplicaFetcherThread) -> None:
+        """Under the lock: stop it without waiting (see request_stop)."""
+        fetcher.request_stop()
+        self._stopped = [f for f in self._stopped if f.is_alive()]
+        self._stopped.append(fetcher)
 
     def fetcher_for(self, source_broker_id: int) -> ReplicaFetcherThread | None:
         with self._lock:
@@ -519,5 +539,8 @@ class ReplicaFetcherManager:
     def shutdown(self) -> None:
         with self._lock:
             fetchers, self._fetchers = list(self._fetchers.values()), {}
+            stopped, self._stopped = self._stopped, []
         for fetcher in fetchers:
-            fetcher.stop()
+            fetcher.request_stop()
+        for fetcher in fetchers + stopped:
+            fetcher.join(5.0)
