@@ -293,7 +293,8 @@ def test_a_fetcher_to_a_dead_leader_backs_off_and_stops_promptly(cluster):
     assert fetcher.is_alive()
     assert FETCHER.connect_backoff_initial_ms / 1000 < fetcher.connect_backoff_s <= FETCHER.connect_backoff_max_ms / 1000
     started = time.monotonic()
-    b.manager.fetchers.remove_partitions([KEY])
+    b.manager.fetchers.remove_partitions([KEY])     # asks it to stop, does not wait for it
+    fetcher.join(2.0)
     assert time.monotonic() - started < 2 and not fetcher.is_alive()
     assert b.manager.fetchers.fetcher_for(1) is None
 
