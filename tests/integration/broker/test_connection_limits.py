@@ -26,7 +26,11 @@ from kio.schema.metadata.v12 import request as metadata12
 
 from kafkactl.cluster.admin.topics import create_topic
 
-from broker_support import BackgroundProducer, RawClient, require_tools, unique_topic, wait_until
+from support.broker_support import require_tools
+from support.names import unique_topic
+from support.producers import BackgroundProducer
+from support.raw_client import RawClient
+from support.waiting import wait_for
 
 HUGE_PREFIX = bytes.fromhex("06400000 00030001")   # a 100 MiB frame announced, 4 bytes of it sent
 
@@ -95,8 +99,8 @@ def test_idle_connections_lock_out_neither_clients_nor_followers(start_cluster):
             # Created now, so the followers' fetchers connect to a leader whose
             # max.connections is already taken by idle connections.
             create_topic(zk, topic, {0: [1, 2, 3]}, {"min.insync.replicas": "2"})
-            wait_until(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/0/state") and
-                       isr(zk, topic) == [1, 2, 3], 30, what="the partition's full ISR")
+            wait_for(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/0/state") and
+                     isr(zk, topic) == [1, 2, 3], 30, what="the partition's full ISR")
             assert kcat_metadata(leader.host, leader.port)["brokers"]
             producer = BackgroundProducer(f"{leader.host}:{leader.port}", topic, lambda i: b"v%d" % i,
                                           linger_ms=5, burst=50, pause_s=0.05)

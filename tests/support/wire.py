@@ -1,4 +1,5 @@
-"""A minimal raw Kafka client for protocol tests: kio entities over a socket."""
+"""A minimal raw Kafka client for protocol tests: kio entities over a socket,
+and the few requests several protocol tests send with it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import socket
 import struct
 
 from kio.index import load_response_schema
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.list_offsets.v7 import request as list_offsets7
+from kio.schema.metadata.v12 import request as metadata12
 
 from kafkactl.cluster.broker.broker_client import decode_response, encode_request
+from support.waiting import wait_for
 
 
 class WireClient:
@@ -57,3 +63,31 @@ class WireClient:
                 raise ConnectionError("closed by broker")
             data += chunk
         return bytes(data)
+
+
+def client(broker) -> WireClient:
+    """A connection to `broker` (a BrokerStatus: host, port)."""
+    return WireClient(broker.host, broker.port)
+
+
+def api_versions(c: WireClient):
+    return c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+
+
+def latest_offset(c: WireClient, topic: str) -> int:
+    request = list_offsets7.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(
+        list_offsets7.ListOffsetsTopic(name=topic, partitions=(
+            list_offsets7.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
+    return c.request(request).topics[0].partitions[0].offset
+
+
+def create_topic(c: WireClient, topic: str) -> None:
+    """Auto-create `topic` through Metadata and wait until partition 0 has a leader."""
+    request = metadata12.MetadataRequest(
+        topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
+        allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+
+    def led() -> bool:
+        topic_metadata = c.request(request).topics[0]
+        return topic_metadata.error_code == ErrorCode.none and topic_metadata.partitions[0].leader_id >= 0
+    wait_for(led, 20, f"a leader for topic {topic}", interval_s=0.2)
