@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 import time
 
+from support.sockets import read_exactly
+
 
 class RawClient:
     """One connection speaking kio request entities; for timing single requests."""
@@ -59,13 +61,7 @@ class RawClient:
         return self.receive(request)
 
     def _read_exactly(self, size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            data += chunk
-        return bytes(data)
+        return read_exactly(self.sock, size)
 
 
 def fetch_request(topic: str, offset: int, max_wait_ms: int, min_bytes: int = 1,

@@ -13,6 +13,7 @@ from kio.schema.list_offsets.v7 import request as list_offsets7
 from kio.schema.metadata.v12 import request as metadata12
 
 from kafkactl.cluster.broker.broker_client import decode_response, encode_request
+from support.sockets import closed_by_peer, read_exactly
 from support.waiting import wait_for
 
 
@@ -47,22 +48,10 @@ class WireClient:
         return decode_response(self.read_frame(), cls, self.correlation_id)
 
     def closed_by_peer(self, timeout_s: float = 5.0) -> bool:
-        self.sock.settimeout(timeout_s)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
+        return closed_by_peer(self.sock, timeout_s)
 
     def _read_exactly(self, size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            data += chunk
-        return bytes(data)
+        return read_exactly(self.sock, size)
 
 
 def client(broker) -> WireClient:

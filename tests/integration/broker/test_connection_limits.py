@@ -25,11 +25,11 @@ from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.metadata.v12 import request as metadata12
 
 from kafkactl.cluster.admin.topics import create_topic
-
 from support.broker_support import require_tools
 from support.names import unique_topic
 from support.producers import BackgroundProducer
 from support.raw_client import RawClient
+from support.sockets import closed_by_peer
 from support.waiting import wait_for
 
 HUGE_PREFIX = bytes.fromhex("06400000 00030001")   # a 100 MiB frame announced, 4 bytes of it sent
@@ -47,16 +47,6 @@ def open_idle(host: str, port: int, count: int, source: str | None = None) -> li
         sock = socket.create_connection((host, port), timeout=10, source_address=(source, 0) if source else None)
         sockets.append(sock)
     return sockets
-
-
-def closed_by_peer(sock: socket.socket, timeout_s: float) -> bool:
-    sock.settimeout(timeout_s)
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
 
 
 def kcat_metadata(host: str, port: int) -> dict:

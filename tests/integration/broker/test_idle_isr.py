@@ -25,7 +25,6 @@ from kio.schema.produce.v9 import request as produce9
 from kafkactl.cluster.admin.topics import create_topic
 from kafkactl.cluster.broker.broker_client import BrokerClient
 from kafkactl.cluster.protocol.record_batch import build_batch
-
 from support.names import unique_topic
 from support.waiting import wait_for
 

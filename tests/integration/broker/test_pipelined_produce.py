@@ -23,7 +23,6 @@ from kio.serial import entity_reader
 
 from kafkactl.cluster.admin.topics import create_topic
 from kafkactl.cluster.protocol.record_batch import build_batch
-
 from support.broker_support import assert_contiguous, confluent_consume, partition_dir, stored_batches
 from support.names import unique_topic
 from support.raw_client import RawClient

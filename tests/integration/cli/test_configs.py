@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from kafkactl.cluster.local import LocalCluster
+from support.sockets import closed_by_peer
 from support.waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
@@ -93,15 +94,7 @@ def third_connection_refused(host, port, source):
     """Three connections from `source`: the first two kept, the third closed by the broker."""
     sockets = [socket.create_connection((host, port), timeout=5, source_address=(source, 0)) for _ in range(3)]
     try:
-        def closed(sock, timeout_s):
-            sock.settimeout(timeout_s)
-            try:
-                return sock.recv(1) == b""
-            except ConnectionResetError:
-                return True
-            except socket.timeout:
-                return False
-        return closed(sockets[2], 2.0) and not closed(sockets[0], 0.2)
+        return closed_by_peer(sockets[2], 2.0) and not closed_by_peer(sockets[0], 0.2)
     finally:
         for sock in sockets:
             sock.close()

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from kafkactl.cluster.broker.network import SocketServer
+from support.sockets import closed_by_peer
 from support.waiting import wait_for
 
 WAIT_S = 5.0
@@ -52,16 +53,6 @@ def ask(sock: socket.socket, frame: bytes) -> int:
     return struct.unpack(">ii", data)[1]
 
 
-def closed_by_server(sock: socket.socket, timeout_s: float = WAIT_S) -> bool:
-    sock.settimeout(timeout_s)
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
 @pytest.fixture
 def make_server():
     servers, sockets = [], []
@@ -100,7 +91,7 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     wait_for(lambda: server.idle_connection_count() == 3, WAIT_S, "all 3 handed back by their workers", POLL_S)
     newcomer = make_server.client(server)
     assert ask(newcomer, request(METADATA, 4)) == 4
-    assert closed_by_server(old)                           # the least recently used client
+    assert closed_by_peer(old, WAIT_S)                           # the least recently used client
     assert ask(recent, request(METADATA, 5)) == 5
     assert ask(follower, follower_fetch(6)) == 6
     # Followers are never closed for another: when only they are left to
@@ -110,7 +101,7 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     assert ask(a, follower_fetch(1)) == 1 and ask(b, follower_fetch(2)) == 2
     wait_for(lambda: only_followers.idle_connection_count() == 2, WAIT_S, "2 idle connections", POLL_S)
     refused = make_server.client(only_followers)
-    assert closed_by_server(refused)
+    assert closed_by_peer(refused, WAIT_S)
     assert ask(a, follower_fetch(3)) == 3 and ask(b, follower_fetch(4)) == 4
 
 
@@ -118,7 +109,7 @@ def test_per_ip_limit_refuses_beyond_it_and_counts_per_address(make_server):
     server = make_server(max_connections_per_ip=2, per_ip_overrides={"127.0.0.2": 3})
     first, second = make_server.client(server), make_server.client(server)
     third = make_server.client(server)
-    assert closed_by_server(third)
+    assert closed_by_peer(third, WAIT_S)
     assert ask(first, request(METADATA, 1)) == 1 and ask(second, request(METADATA, 2)) == 2
     # Another address (an override of 3) still connects, three times.
     others = [socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_S,
@@ -140,7 +131,7 @@ def test_beyond_its_limit_a_brokers_host_is_on_probation(make_server):
     # An attacker on the brokers' host gains no client connection beyond the limit ...
     extra_client = make_server.client(server)
     extra_client.sendall(request(METADATA, 5))
-    assert closed_by_server(extra_client)
+    assert closed_by_peer(extra_client, WAIT_S)
     # ... while a follower connecting from the same host is served.
     follower = make_server.client(server)
     assert ask(follower, follower_fetch(6)) == 6
@@ -157,8 +148,8 @@ def test_connections_idle_for_connections_max_idle_ms_are_closed(make_server):
     assert ask(busy, request(METADATA, 2)) == 2
     wait_for(lambda: server.idle_connection_count() == 2, WAIT_S, "2 idle connections", POLL_S)
     now[0] += 30.0                          # idle: 70 s without a request; busy: 30 s
-    assert closed_by_server(idle)
-    assert not closed_by_server(busy, timeout_s=1.5)
+    assert closed_by_peer(idle, WAIT_S)
+    assert not closed_by_peer(busy, 1.5)
     assert ask(busy, request(METADATA, 3)) == 3
 
 
