@@ -9,6 +9,7 @@ on a ZooKeeper that stopped answering.
 
 from __future__ import annotations
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from kafkactl.cluster.zk import codecs, layout
@@ -18,7 +19,7 @@ ZK_TIMEOUT_S = 5.0
 
 
 class ZkStateReads:
-    zk: object   # a started KazooClient, set by the class mixing this in
+    zk: KazooClient   # started, and set by the class mixing this in
 
     def assignment(self, topic: str) -> codecs.TopicAssignment:
         data, _ = wait(self.zk.get_async(layout.topic(topic)), ZK_TIMEOUT_S)
