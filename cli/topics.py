@@ -356,11 +356,15 @@ def _wait_deleted(client, topics: list[str], ctx: typer.Context) -> list[str]:
 
     deadline = time.monotonic() + timeout_s(ctx, DELETE_WAIT_TIMEOUT_S)
     while True:
+        # The markers first: the controller removes a topic's znodes no later
+        # than its marker, so a topic still there after its marker was seen
+        # gone was really dropped, not deleted between the two reads.
+        marked = set(marked_for_deletion(client, ZK_TIMEOUT_S))
         existing = set(list_topics(client, ZK_TIMEOUT_S))
         remaining = [t for t in topics if t in existing]
         if not remaining:
             return topics
-        dropped = [t for t in remaining if t not in set(marked_for_deletion(client, ZK_TIMEOUT_S))]
+        dropped = [t for t in remaining if t not in marked]
         if dropped:
             raise CliError(f"the controller dropped the deletion of {', '.join(dropped)} "
                            f"(is delete.topic.enable false on the brokers?)")

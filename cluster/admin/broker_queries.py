@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from kafkactl.cluster.protocol.list_offsets import DEBUGGING_REPLICA_ID, LATEST_TIMESTAMP
+
 CLIENT_ID = "kafkactl"
-DEBUGGING_REPLICA_ID = -2
-LATEST_TIMESTAMP = -1
 READ_UNCOMMITTED = 0
 BROKER_RESOURCE = 4              # DescribeConfigs resource type
 TOPIC_RESOURCE = 2

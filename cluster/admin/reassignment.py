@@ -33,6 +33,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkactl.cluster.admin import configs
 from kafkactl.cluster.admin.plan_file import PlanEntry
+from kafkactl.cluster.protocol.list_offsets import DEBUGGING_REPLICA_ID, LATEST_TIMESTAMP
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.client import wait
 
@@ -496,9 +497,6 @@ class ReplicaLag:
                 "leader_offset": self.leader_offset, "lag": self.lag, "note": self.note}
 
 
-DEBUGGING_REPLICA_ID = -2      # Kafka's "debugging consumer": may read a follower's log end
-
-
 def replica_lags(brokers: Mapping[int, codecs.BrokerRegistration], moving: Sequence[PartitionProgress],
                  timeout_s: float) -> dict[TopicPartition, list[ReplicaLag]]:
     """For each moving partition, how far each adding replica is behind its
@@ -545,7 +543,8 @@ def _latest_offsets(registration, tps: set[TopicPartition], timeout_s: float) ->
     request = list_offsets_v5.ListOffsetsRequest(
         replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
         topics=tuple(list_offsets_v5.ListOffsetsTopic(name=t, partitions=tuple(
-            list_offsets_v5.ListOffsetsPartition(partition_index=p, current_leader_epoch=-1, timestamp=-1)
+            list_offsets_v5.ListOffsetsPartition(partition_index=p, current_leader_epoch=-1,
+                                                 timestamp=LATEST_TIMESTAMP)
             for p in parts)) for t, parts in by_topic.items()))
     client = BrokerClient(registration.host, registration.port, "kafkactl",
                           connect_timeout_s=timeout_s, request_timeout_s=timeout_s)

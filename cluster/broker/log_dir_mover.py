@@ -8,7 +8,8 @@ over all moves. Once a future log is within one chunk of its current log, the
 mover takes the partition's locks (appends and truncations wait), copies the
 rest, and has the LogManager swap the logs on disk; the partition then serves
 from the new log. The current log is authoritative until that swap, so a
-crash at any point loses nothing acknowledged (see LogManager).
+crash at any point loses nothing acknowledged (the crash rules are in
+cluster/log/future_logs.py).
 
 Truncations of the current log reach the future log under the same lock
 (Partition.follower_truncate_*), so the future log is always a copy of a

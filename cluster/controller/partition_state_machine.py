@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 from kafkactl.cluster.controller.model import TopicPartition
-from kafkactl.cluster.invariant import invariant
+from kafkactl.cluster.controller.state_table import TransitionTable
 
 
 class PartitionStateName(Enum):
@@ -27,20 +27,17 @@ class PartitionStateName(Enum):
     __hash__ = object.__hash__
 
 
-_VALID_PREVIOUS: dict[PartitionStateName, frozenset[PartitionStateName]] = {
-    PartitionStateName.NEW: frozenset({PartitionStateName.NON_EXISTENT}),
-    PartitionStateName.ONLINE: frozenset({
-        PartitionStateName.NEW, PartitionStateName.ONLINE, PartitionStateName.OFFLINE,
-    }),
-    PartitionStateName.OFFLINE: frozenset({
-        PartitionStateName.NEW, PartitionStateName.ONLINE, PartitionStateName.OFFLINE,
-    }),
-    PartitionStateName.NON_EXISTENT: frozenset({PartitionStateName.OFFLINE}),
-}
+_S = PartitionStateName
+TRANSITIONS: TransitionTable[PartitionStateName] = TransitionTable("partition", {
+    _S.NEW: {_S.NON_EXISTENT},
+    _S.ONLINE: {_S.NEW, _S.ONLINE, _S.OFFLINE},
+    _S.OFFLINE: {_S.NEW, _S.ONLINE, _S.OFFLINE},
+    _S.NON_EXISTENT: {_S.OFFLINE},
+})
 
 
 def is_valid_transition(current: PartitionStateName, target: PartitionStateName) -> bool:
-    return current in _VALID_PREVIOUS[target]
+    return TRANSITIONS.allows(current, target)
 
 
 def current_state(states: dict[TopicPartition, PartitionStateName],
@@ -51,8 +48,7 @@ def current_state(states: dict[TopicPartition, PartitionStateName],
 def transition(states: dict[TopicPartition, PartitionStateName], tp: TopicPartition,
                target: PartitionStateName) -> None:
     current = states.get(tp, PartitionStateName.NON_EXISTENT)
-    if current not in _VALID_PREVIOUS[target]:
-        invariant(False, f"partition {tp}: {current.value} -> {target.value} is not a valid transition")
+    TRANSITIONS.check(tp, current, target)
     if target is PartitionStateName.NON_EXISTENT:
         states.pop(tp, None)   # absent means NonExistent: no tombstones to clean up
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import Enum
 
 from kafkactl.cluster.controller.model import PartitionReplica
-from kafkactl.cluster.invariant import invariant
+from kafkactl.cluster.controller.state_table import TransitionTable
 
 
 class ReplicaStateName(Enum):
@@ -35,21 +35,21 @@ class ReplicaStateName(Enum):
 
 
 _S = ReplicaStateName
-_VALID_PREVIOUS: dict[ReplicaStateName, frozenset[ReplicaStateName]] = {
-    _S.NEW: frozenset({_S.NON_EXISTENT}),
-    _S.ONLINE: frozenset({_S.NEW, _S.ONLINE, _S.OFFLINE, _S.DELETION_INELIGIBLE}),
-    _S.OFFLINE: frozenset({_S.NEW, _S.ONLINE, _S.OFFLINE, _S.DELETION_INELIGIBLE}),
-    _S.DELETION_STARTED: frozenset({_S.OFFLINE}),
-    _S.DELETION_SUCCESSFUL: frozenset({_S.DELETION_STARTED}),
-    _S.DELETION_INELIGIBLE: frozenset({_S.OFFLINE, _S.DELETION_STARTED}),
-    _S.NON_EXISTENT: frozenset({_S.DELETION_SUCCESSFUL}),
-}
+TRANSITIONS: TransitionTable[ReplicaStateName] = TransitionTable("replica", {
+    _S.NEW: {_S.NON_EXISTENT},
+    _S.ONLINE: {_S.NEW, _S.ONLINE, _S.OFFLINE, _S.DELETION_INELIGIBLE},
+    _S.OFFLINE: {_S.NEW, _S.ONLINE, _S.OFFLINE, _S.DELETION_INELIGIBLE},
+    _S.DELETION_STARTED: {_S.OFFLINE},
+    _S.DELETION_SUCCESSFUL: {_S.DELETION_STARTED},
+    _S.DELETION_INELIGIBLE: {_S.OFFLINE, _S.DELETION_STARTED},
+    _S.NON_EXISTENT: {_S.DELETION_SUCCESSFUL},
+})
 
 DELETION_STATES = frozenset({_S.DELETION_STARTED, _S.DELETION_SUCCESSFUL, _S.DELETION_INELIGIBLE})
 
 
 def is_valid_transition(current: ReplicaStateName, target: ReplicaStateName) -> bool:
-    return current in _VALID_PREVIOUS[target]
+    return TRANSITIONS.allows(current, target)
 
 
 def current_state(states: dict[PartitionReplica, ReplicaStateName],
@@ -60,8 +60,7 @@ def current_state(states: dict[PartitionReplica, ReplicaStateName],
 def transition(states: dict[PartitionReplica, ReplicaStateName], replica: PartitionReplica,
                target: ReplicaStateName) -> None:
     current = states.get(replica, _S.NON_EXISTENT)
-    if current not in _VALID_PREVIOUS[target]:
-        invariant(False, f"replica {replica}: {current.value} -> {target.value} is not a valid transition")
+    TRANSITIONS.check(replica, current, target)
     if target is _S.NON_EXISTENT:
         states.pop(replica, None)
     else:

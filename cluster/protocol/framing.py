@@ -49,7 +49,7 @@ def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHe
     position = _HEADER_FIXED.size
     client_id, position = _read_nullable_string(frame, position)
     if flexible:
-        position = _skip_tagged_fields(frame, position)
+        position = skip_tagged_fields(frame, position)
     return RequestHeader(api_key, api_version, correlation_id, client_id, position)
 
 
@@ -82,7 +82,8 @@ def read_unsigned_varint(frame, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_tagged_fields(frame, position: int) -> int:
+def skip_tagged_fields(frame, position: int) -> int:
+    """Past a header's tagged fields (a count, then tag, size, bytes per field)."""
     count, position = read_unsigned_varint(frame, position)
     for _ in range(count):
         _, position = read_unsigned_varint(frame, position)

@@ -8,14 +8,8 @@ is stopped at teardown, even when the test failed.
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
-
-# Helper modules next to this file (waiting.py) are importable from every integration test.
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kafkactl.cluster.local import LocalCluster
 

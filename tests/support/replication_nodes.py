@@ -202,7 +202,11 @@ def shrink(node, now_ms=None):
 
 def values_in(node, key=KEY):
     """(offset, leader epoch, value) of every record in the node's log."""
-    log_ = node.partition(key).log
+    return records_in(node.partition(key).log)
+
+
+def records_in(log_):
+    """(offset, leader epoch, value) of every record in a partition's log."""
     data = log_.read(log_.log_start_offset, 1 << 30, None, True)
     raw = data.region.read_bytes() if data is not None else b""
     out, position = [], 0

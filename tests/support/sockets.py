@@ -14,3 +14,15 @@ def read_exactly(sock: socket.socket, size: int) -> bytes:
             raise ConnectionError("closed by the peer")
         data += chunk
     return bytes(data)
+
+
+def closed_by_peer(sock: socket.socket, timeout_s: float) -> bool:
+    """Whether the peer closes (or resets) `sock` within `timeout_s`; a byte
+    it sends instead counts as not closed."""
+    sock.settimeout(timeout_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False

@@ -17,13 +17,9 @@ from kio.schema.errors import ErrorCode
 from kafkactl.cluster.broker.partition import check_epoch
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
+from kafkactl.cluster.protocol.list_offsets import (DEBUGGING_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
+                                                    MAX_TIMESTAMP)
 from kafkactl.cluster.broker.handlers.services import not_hosted_error
-
-DEBUGGING_REPLICA_ID = -2
-# Kafka's ListOffsets timestamp sentinels.
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
 
 
 def handle(services, header, request):

@@ -25,6 +25,8 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafkactl.cluster.protocol.framing import FrameError, skip_tagged_fields
+
 UNLIMITED = 2**31 - 1          # Kafka's Integer.MAX_VALUE default
 # A connection on probation has this long to send its first request, which
 # must be an inter-broker one. Followers and the controller send theirs right
@@ -116,35 +118,10 @@ def is_inter_broker_request(frame) -> bool:
     (client_id_length,) = struct.unpack_from(">h", frame, position)
     position += 2 + max(client_id_length, 0)
     if api_version >= _FLEXIBLE_FROM[api_key]:
-        position = _skip_tagged_fields(frame, position)
-        if position < 0:
+        try:
+            position = skip_tagged_fields(frame, position)
+        except FrameError:      # a malformed header: not an inter-broker request
             return False
     if position + 4 > len(frame):
         return False
     return struct.unpack_from(">i", frame, position)[0] >= 0
-
-
-def _skip_tagged_fields(frame, position: int) -> int:
-    """Past the header's tagged fields; -1 when they run off the frame."""
-    count, position = _uvarint(frame, position)
-    for _ in range(count if position >= 0 else 0):
-        _, position = _uvarint(frame, position)        # tag
-        if position < 0:
-            return -1
-        size, position = _uvarint(frame, position)
-        if position < 0:
-            return -1
-        position += size
-    return position if 0 <= position <= len(frame) else -1
-
-
-def _uvarint(frame, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while 0 <= position < len(frame) and shift <= 28:
-        byte = frame[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-    return 0, -1

@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_support import (BackgroundProducer, kafka_python_consume, kafkactl_up, unique_topic, wait_until,
-                            watermarks)
+from support.broker_support import kafka_python_consume, kafkactl_up, watermarks
+from support.names import unique_topic
+from support.producers import BackgroundProducer
+from support.waiting import wait_for
 
 from kafkactl.cluster.admin import broker_queries as bq
 
@@ -84,14 +86,14 @@ def test_a_partition_moves_from_ssd_to_hdd_under_acks_all_load(start_cluster, tm
     topic = unique_topic("move")
     producer = start_producer(bootstrap, topic)
     try:
-        wait_until(lambda: producer.acked_count() >= 6000, 60, what="6000 acknowledgements")
+        wait_for(lambda: producer.acked_count() >= 6000, 60, what="6000 acknowledgements")
         assert placement(status, topic) == ([ssd], [])
         assert alter(bootstrap, topic, hdd) == {(topic, 0, 1): NoError}
         current, future = placement(status, topic)
         assert current == [ssd] and future == [hdd], "the copy should still be running"
-        wait_until(lambda: placement(status, topic) == ([hdd], []), 90, interval_s=0.5, what="the move")
+        wait_for(lambda: placement(status, topic) == ([hdd], []), 90, interval_s=0.5, what="the move")
         moved_at = producer.acked_count()
-        wait_until(lambda: producer.acked_count() >= moved_at + 1000, 60, what="acknowledgements after the swap")
+        wait_for(lambda: producer.acked_count() >= moved_at + 1000, 60, what="acknowledgements after the swap")
     finally:
         remaining = producer.stop_and_flush()
     assert remaining == 0 and producer.errors == [], producer.errors[:5]
@@ -114,9 +116,9 @@ def test_a_kill_9_during_the_move_loses_no_acknowledged_message(start_cluster, t
     topic = unique_topic("killmove")
     producer = start_producer(bootstrap, topic)
     try:
-        wait_until(lambda: producer.acked_count() >= 12000, 90, what="12000 acknowledgements")
+        wait_for(lambda: producer.acked_count() >= 12000, 90, what="12000 acknowledgements")
         alter(bootstrap, topic, hdd)
-        wait_until(lambda: any(n.endswith("-future") for n in os.listdir(hdd)), 10, what="a future log")
+        wait_for(lambda: any(n.endswith("-future") for n in os.listdir(hdd)), 10, what="a future log")
         time.sleep(1.0)          # part of the way: about 1 MB of well over 2 MB
         assert placement(status, topic)[1] == [hdd]
         cluster.kill_broker(1)
@@ -124,8 +126,8 @@ def test_a_kill_9_during_the_move_loses_no_acknowledged_message(start_cluster, t
         restarted = kafkactl_up(cluster.root, tmp_path / "home")
         assert restarted["brokers"][0]["alive"]
         # The move resumes from the copy on disk and finishes.
-        wait_until(lambda: placement(status, topic) == ([hdd], []), 120, interval_s=0.5, what="the resumed move")
-        wait_until(lambda: producer.acked_count() >= acked_at_kill + 1000, 90, what="acknowledgements after restart")
+        wait_for(lambda: placement(status, topic) == ([hdd], []), 120, interval_s=0.5, what="the resumed move")
+        wait_for(lambda: producer.acked_count() >= acked_at_kill + 1000, 90, what="acknowledgements after restart")
     finally:
         remaining = producer.stop_and_flush()
     assert remaining == 0 and producer.errors == [], producer.errors[:5]

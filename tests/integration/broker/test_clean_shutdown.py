@@ -8,8 +8,8 @@ import threading
 import time
 from pathlib import Path
 
-from broker_support import (kafka_python_consume, log_tail, partition_dir, unique_topic,
-                            wait_for_leaders, watermarks)
+from support.broker_support import kafka_python_consume, log_tail, partition_dir, wait_for_leaders, watermarks
+from support.names import unique_topic
 from kazoo.client import KazooClient
 
 COUNTS = {"big": 1000, "small": 10}

@@ -4,8 +4,10 @@ other wrote, and the stored batches carry the producer id and sequences."""
 
 from __future__ import annotations
 
-from broker_support import (assert_contiguous, confluent_consume, kafka_python_consume,
-                            partition_dir, stored_batches, unique_topic)
+from support.broker_support import (
+    assert_contiguous, confluent_consume, kafka_python_consume, partition_dir, stored_batches,
+)
+from support.names import unique_topic
 
 COUNT = 2000
 

@@ -25,8 +25,12 @@ from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.metadata.v12 import request as metadata12
 
 from kafkactl.cluster.admin.topics import create_topic
-
-from broker_support import BackgroundProducer, RawClient, require_tools, unique_topic, wait_until
+from support.broker_support import require_tools
+from support.names import unique_topic
+from support.producers import BackgroundProducer
+from support.raw_client import RawClient
+from support.sockets import closed_by_peer
+from support.waiting import wait_for
 
 HUGE_PREFIX = bytes.fromhex("06400000 00030001")   # a 100 MiB frame announced, 4 bytes of it sent
 
@@ -43,16 +47,6 @@ def open_idle(host: str, port: int, count: int, source: str | None = None) -> li
         sock = socket.create_connection((host, port), timeout=10, source_address=(source, 0) if source else None)
         sockets.append(sock)
     return sockets
-
-
-def closed_by_peer(sock: socket.socket, timeout_s: float) -> bool:
-    sock.settimeout(timeout_s)
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
 
 
 def kcat_metadata(host: str, port: int) -> dict:
@@ -95,8 +89,8 @@ def test_idle_connections_lock_out_neither_clients_nor_followers(start_cluster):
             # Created now, so the followers' fetchers connect to a leader whose
             # max.connections is already taken by idle connections.
             create_topic(zk, topic, {0: [1, 2, 3]}, {"min.insync.replicas": "2"})
-            wait_until(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/0/state") and
-                       isr(zk, topic) == [1, 2, 3], 30, what="the partition's full ISR")
+            wait_for(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/0/state") and
+                     isr(zk, topic) == [1, 2, 3], 30, what="the partition's full ISR")
             assert kcat_metadata(leader.host, leader.port)["brokers"]
             producer = BackgroundProducer(f"{leader.host}:{leader.port}", topic, lambda i: b"v%d" % i,
                                           linger_ms=5, burst=50, pause_s=0.05)

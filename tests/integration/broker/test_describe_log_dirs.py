@@ -7,7 +7,8 @@ format, not just our own reading of it.
 
 from __future__ import annotations
 
-from broker_support import unique_topic, wait_until
+from support.names import unique_topic
+from support.waiting import wait_for
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -30,7 +31,7 @@ def create_topic(status, topic: str, replicas: list[int]) -> None:
     zk = connect(status.zookeeper_connect)
     try:
         write_topic(zk, topic, {0: replicas}, {})
-        wait_until(lambda: describe_topics(zk, [topic])[topic][0].isr == replicas, 30, what="a full ISR")
+        wait_for(lambda: describe_topics(zk, [topic])[topic][0].isr == replicas, 30, what="a full ISR")
     finally:
         zk.stop()
         zk.close()
@@ -82,5 +83,5 @@ def test_a_follower_tells_its_own_log_end_offset_to_the_debugging_replica_id(sta
         answers = bq.ask_brokers(addresses, bq.log_end_offsets([(topic, 0)]), 5)
         return {b: answers[b][(topic, 0)] for b in answers}
 
-    wait_until(lambda: offsets()[2].offset == 50, 20, what="the follower to have all 50")
+    wait_for(lambda: offsets()[2].offset == 50, 20, what="the follower to have all 50")
     assert offsets() == {1: bq.OffsetAnswer(50, None), 2: bq.OffsetAnswer(50, None)}

@@ -13,9 +13,13 @@ import os
 import time
 
 import pytest
-from broker_support import (BackgroundProducer, confluent_consume, kafka_python_consume, kafkactl_up, log_tail,
-                            partition_dir, read_batches, segment_files, stored_batches,
-                            unique_topic, wait_for_leaders, wait_until, watermarks)
+from support.broker_support import (
+    confluent_consume, kafka_python_consume, kafkactl_up, log_tail, partition_dir, read_batches,
+    segment_files, stored_batches, wait_for_leaders, watermarks,
+)
+from support.names import unique_topic
+from support.producers import BackgroundProducer
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -43,14 +47,14 @@ def test_acknowledged_messages_survive_kill_9_and_restart_by_cli(start_cluster, 
                                   keyed=True)
     producer.start()
     try:
-        wait_until(lambda: producer.acked_count() >= 5000, 60, what="5000 acknowledgements")
+        wait_for(lambda: producer.acked_count() >= 5000, 60, what="5000 acknowledgements")
         cluster.kill_broker(1)  # SIGKILL while requests are in flight
         acked_at_kill, sent_at_kill = producer.acked_count(), producer.sent
         time.sleep(1.0)  # the producer keeps queueing meanwhile
         restarted = kafkactl_up(cluster.root, tmp_path / "home")
         assert restarted["brokers"][0]["alive"] and restarted["bootstrap_servers"] == bootstrap
-        wait_until(lambda: producer.acked_count() >= acked_at_kill + 3000, 90,
-                   what="acknowledgements after the restart")
+        wait_for(lambda: producer.acked_count() >= acked_at_kill + 3000, 90,
+                 what="acknowledgements after the restart")
     finally:
         remaining = producer.stop_and_flush(90)
     assert remaining == 0, f"{remaining} messages never delivered"

@@ -8,7 +8,8 @@ import threading
 import time
 
 import pytest
-from broker_support import RawClient, fetch_request, unique_topic
+from support.names import unique_topic
+from support.raw_client import RawClient, fetch_request
 from kio.schema.errors import ErrorCode
 
 MAX_WAIT_MS = 2000

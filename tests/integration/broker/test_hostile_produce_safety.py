@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from broker_support import BackgroundProducer, kafka_python_consume, wait_for_leaders, wait_until, watermarks
+from support.broker_support import kafka_python_consume, wait_for_leaders, watermarks
+from support.producers import BackgroundProducer
+from support.waiting import wait_for
 from kio.index import load_response_schema
 
 from kafkactl.cluster.broker.broker_client import decode_response
@@ -101,7 +103,7 @@ def test_edited_batches_next_to_an_acks_all_producer_lose_and_leak_nothing(start
     accepted: list[tuple[int, int, str]] = []   # (base offset, records, edit made)
     refused: dict[str, int] = {}
     try:
-        wait_until(lambda: producer.acked_count() >= 200, 60, what="the producer's first acknowledgements")
+        wait_for(lambda: producer.acked_count() >= 200, 60, what="the producer's first acknowledgements")
         for edit in BATCH_EDITS:
             for case in range(CASES_PER_EDIT):
                 rng = random.Random(f"{edit}:{case}")
@@ -111,7 +113,7 @@ def test_edited_batches_next_to_an_acks_all_producer_lose_and_leak_nothing(start
                     accepted.append((answer[1], records_in(data), f"{edit}: {what}"))
                 else:
                     refused[edit] = refused.get(edit, 0) + 1
-        wait_until(lambda: producer.acked_count() >= 400, 60, what="acknowledgements after the edits")
+        wait_for(lambda: producer.acked_count() >= 400, 60, what="acknowledgements after the edits")
     finally:
         remaining = producer.stop_and_flush(60)
     assert remaining == 0 and producer.errors == [], (remaining, producer.errors[:5])

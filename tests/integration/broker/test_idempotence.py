@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from broker_support import RawClient, encode_batch, unique_topic, wait_for_leaders, watermarks
+from support.broker_support import wait_for_leaders, watermarks
+from support.names import unique_topic
+from support.raw_client import RawClient, encode_batch
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.types import ProducerId, TopicName

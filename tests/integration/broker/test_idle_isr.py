@@ -25,8 +25,8 @@ from kio.schema.produce.v9 import request as produce9
 from kafkactl.cluster.admin.topics import create_topic
 from kafkactl.cluster.broker.broker_client import BrokerClient
 from kafkactl.cluster.protocol.record_batch import build_batch
-
-from broker_support import unique_topic, wait_until
+from support.names import unique_topic
+from support.waiting import wait_for
 
 PARTITIONS = 2000
 LAG_MS = 2000
@@ -71,13 +71,13 @@ def test_idle_in_sync_followers_stay_in_the_isr_and_a_stopped_one_leaves(start_c
     stopped = None
     try:
         create_topic(zk, topic, {p: [1, 2, 3] for p in range(PARTITIONS)}, {})
-        wait_until(lambda: all(isr == [1, 2, 3] for isr in isrs(zk, topic).values()), 180, 1.0,
-                   "every partition created with a full ISR")
+        wait_for(lambda: all(isr == [1, 2, 3] for isr in isrs(zk, topic).values()), 180,
+                 "every partition created with a full ISR", interval_s=1.0)
         # Applied by the leader too: a produce to every partition succeeds.
-        wait_until(lambda: _produced(client, topic), 60, 1.0, "the leader to serve every partition")
+        wait_for(lambda: _produced(client, topic), 60, "the leader to serve every partition", interval_s=1.0)
         # Setting up 2,000 partitions on a loaded machine may push followers out
         # and back in; the test starts once the ISRs are full and stay put.
-        versions = wait_until(lambda: _quiet(zk, topic), 120, 0.1, "full ISRs that stay put for two lags")
+        versions = wait_for(lambda: _quiet(zk, topic), 120, "full ISRs that stay put for two lags")
 
         time.sleep(3 * LAG_MS / 1000)     # idle for three lags
         assert _versions(zk, topic) == versions, "an ISR changed while nothing happened"
@@ -90,15 +90,15 @@ def test_idle_in_sync_followers_stay_in_the_isr_and_a_stopped_one_leaves(start_c
         os.kill(stopped, signal.SIGSTOP)
         started = time.monotonic()
         produce_everywhere(client, topic)
-        wait_until(lambda: all(isr == [1, 2] for isr in isrs(zk, topic).values()), 30, 0.5,
-                   "the leader to drop the stopped follower from every ISR")
+        wait_for(lambda: all(isr == [1, 2] for isr in isrs(zk, topic).values()), 30,
+                 "the leader to drop the stopped follower from every ISR", interval_s=0.5)
         assert time.monotonic() - started < SESSION_TIMEOUT_MS / 1000
         assert zk.exists("/brokers/ids/3") is not None   # the controller had no part in it
 
         os.kill(stopped, signal.SIGCONT)
         stopped = None
-        wait_until(lambda: all(isr == [1, 2, 3] for isr in isrs(zk, topic).values()), 60, 1.0,
-                   "the resumed follower to rejoin every ISR")
+        wait_for(lambda: all(isr == [1, 2, 3] for isr in isrs(zk, topic).values()), 60,
+                 "the resumed follower to rejoin every ISR", interval_s=1.0)
     finally:
         if stopped is not None:
             os.kill(stopped, signal.SIGCONT)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from broker_support import (CODEC_IDS, assert_contiguous, partition_dir, require_tools,
-                            stored_batches, unique_topic)
+from support.broker_support import CODEC_IDS, assert_contiguous, partition_dir, require_tools, stored_batches
+from support.names import unique_topic
 
 MESSAGES = 100_000
 HEADERS = ("name=value", "trace=kcat-1")

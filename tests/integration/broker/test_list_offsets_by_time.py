@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from broker_support import partition_dir, segment_files, unique_topic
+from support.broker_support import partition_dir, segment_files
+from support.names import unique_topic
 
 
 def _produce(bootstrap: str, topic: str, timestamps: list[int], value_size: int,

@@ -13,7 +13,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from broker_support import KAFKACTL, kafka_python_consume, unique_topic, wait_for_leaders, wait_until
+from support.broker_support import KAFKACTL, kafka_python_consume, wait_for_leaders
+from support.names import unique_topic
+from support.waiting import wait_for
 
 RECORDS = 300
 VALUE = b"v" * 1000
@@ -86,7 +88,7 @@ def test_metrics_of_two_brokers_after_produce_and_consume(cluster):
         samples = scrape(ports[leader])
         return one(samples, "kafka_partition_bytes_in_per_second", topic=topic, partition=0) > 0 and samples
 
-    samples = wait_until(leader_rate, 15, interval_s=0.5, what="a bytes-in rate on the leader (5 s ticks)")
+    samples = wait_for(leader_rate, 15, interval_s=0.5, what="a bytes-in rate on the leader (5 s ticks)")
     [(labels, size)] = pick(samples, "kafka_log_size_bytes", topic=topic, partition=0)
     partition_dir = Path(labels["log_dir"]) / f"{topic}-0"
     assert labels["log_dir"] in cluster.broker(leader).log_dirs and partition_dir.is_dir()
@@ -123,7 +125,7 @@ def test_metrics_of_two_brokers_after_produce_and_consume(cluster):
         samples = scrape(ports[follower])
         return one(samples, "kafka_log_end_offset", topic=topic, partition=0) == RECORDS and samples
 
-    samples = wait_until(replicated, 15, what="the follower to replicate")
+    samples = wait_for(replicated, 15, what="the follower to replicate")
     [(labels, follower_size)] = pick(samples, "kafka_log_size_bytes", topic=topic, partition=0)
     assert follower_size == size == segment_bytes(Path(labels["log_dir"]) / f"{topic}-0")
     assert pick(samples, "kafka_partition_bytes_in_total", topic=topic, partition=0) == []
@@ -155,8 +157,8 @@ def test_metrics_port_0_takes_a_free_port_and_logs_it(zookeeper_server, tmp_path
         broker = subprocess.Popen([sys.executable, "-m", "kafkactl.cluster.broker", str(properties)],
                                   stdout=log, stderr=subprocess.STDOUT)
     try:
-        logged = wait_until(lambda: re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", log_file.read_text()),
-                            30, what="the broker to log its metrics port")
+        logged = wait_for(lambda: re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", log_file.read_text()),
+                          30, what="the broker to log its metrics port")
         samples = scrape(int(logged.group(1)))
         assert one(samples, "kafka_broker_info", broker_id=1, rack="") == 1
         assert one(samples, "kafka_partition_count") == 0

@@ -23,16 +23,10 @@ from kio.serial import entity_reader
 
 from kafkactl.cluster.admin.topics import create_topic
 from kafkactl.cluster.protocol.record_batch import build_batch
-
-from broker_support import (
-    RawClient,
-    assert_contiguous,
-    confluent_consume,
-    partition_dir,
-    stored_batches,
-    unique_topic,
-    wait_until,
-)
+from support.broker_support import assert_contiguous, confluent_consume, partition_dir, stored_batches
+from support.names import unique_topic
+from support.raw_client import RawClient
+from support.waiting import wait_for
 
 REQUESTS = 30
 RECORDS_PER_REQUEST = 10
@@ -70,15 +64,15 @@ def test_pipelined_acks_all_requests_commit_in_order_and_are_answered_in_order(s
     try:
         create_topic(zk, topic, {0: [1, 2, 3]}, {"min.insync.replicas": "2"})
         state_path = f"/brokers/topics/{topic}/partitions/0/state"
-        wait_until(lambda: zk.exists(state_path) and b'"isr":[1,2,3]' in zk.get(state_path)[0].replace(b" ", b""),
-                   30, what="the partition with a full ISR")
+        wait_for(lambda: zk.exists(state_path) and b'"isr":[1,2,3]' in zk.get(state_path)[0].replace(b" ", b""),
+                 30, what="the partition with a full ISR")
     finally:
         zk.stop()
         zk.close()
     leader = status.broker(1)
     with RawClient(leader.host, leader.port) as client:
-        wait_until(lambda: client.request(latest_offset_request(topic)).topics[0].partitions[0].error_code
-                   == ErrorCode.none, 30, what="the leader to serve the partition")
+        wait_for(lambda: client.request(latest_offset_request(topic)).topics[0].partitions[0].error_code
+                 == ErrorCode.none, 30, what="the leader to serve the partition")
         first_id = client.correlation_id + 1
         requests = [produce_request(topic, n * RECORDS_PER_REQUEST) for n in range(REQUESTS)]
         for request in requests:                  # all sent before any answer is read

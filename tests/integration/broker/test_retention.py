@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import time
 
-from broker_support import (confluent_consume, kafka_python_consume, partition_dir,
-                            segment_files, stored_batches, unique_topic, wait_for_leaders, wait_until, watermarks)
+from support.broker_support import (
+    confluent_consume, kafka_python_consume, partition_dir, segment_files, stored_batches, wait_for_leaders,
+    watermarks,
+)
+from support.names import unique_topic
+from support.waiting import wait_for
 
 SEGMENT_BYTES = 16384
 RETENTION_BYTES = 65536
@@ -69,7 +73,7 @@ def test_retention_bytes_deletes_oldest_segments(start_cluster):
         size = sum(s.stat().st_size for s in segments)
         return size < RETENTION_BYTES + SEGMENT_BYTES and _no_deleted_files(directory) and segments
 
-    segments = wait_until(settled, 15, what=f"retention of {directory} down to ~{RETENTION_BYTES} bytes")
+    segments = wait_for(settled, 15, what=f"retention of {directory} down to ~{RETENTION_BYTES} bytes")
     size = sum(s.stat().st_size for s in segments)
     assert size >= RETENTION_BYTES, f"retention deleted too much: {size} bytes left"
     first_base = int(segments[0].name.split(".")[0])
@@ -104,8 +108,8 @@ def test_retention_ms_deletes_expired_segments_only(start_cluster):
     assert len(fresh_segments) > 3
 
     # Every expired segment goes except the active one, which is never deleted.
-    remaining = wait_until(lambda: len(segment_files(old_dir)) == 1 and _no_deleted_files(old_dir)
-                           and segment_files(old_dir), 15, what=f"expiry of the segments in {old_dir}")
+    remaining = wait_for(lambda: len(segment_files(old_dir)) == 1 and _no_deleted_files(old_dir)
+                         and segment_files(old_dir), 15, what=f"expiry of the segments in {old_dir}")
     active_base = int(remaining[0].name.split(".")[0])
     assert 0 < active_base < count
     earliest, latest = watermarks(bootstrap, old)

@@ -20,9 +20,6 @@ import pytest
 from kafkactl.cluster.local import LocalCluster, procs
 
 HERE = Path(__file__).resolve().parent
-# The tests import local_cluster.py, next to this file.
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 CLI_TIMEOUT_S = 120
 

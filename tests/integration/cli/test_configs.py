@@ -11,8 +11,11 @@ import time
 from pathlib import Path
 
 from kafkactl.cluster.local import LocalCluster
+from support.sockets import closed_by_peer
+from support.waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
+WAIT_S = 20
 
 
 def run(env, *args):
@@ -62,10 +65,8 @@ def test_topic_retention_set_by_configs_alter_is_applied_by_the_broker(tmp_path)
         # retention deletes it once it is older than retention.ms.
         time.sleep(1.5)
         produce(bootstrap, "kept", 5, 1)
-        deadline = time.monotonic() + 20
-        while earliest_offset(bootstrap, "kept") == 0 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert earliest_offset(bootstrap, "kept") == 5
+        wait_for(lambda: earliest_offset(bootstrap, "kept") == 5, WAIT_S, "retention to delete the old segment",
+                 interval_s=0.5)
 
         # A refused change writes nothing and names the key.
         bad = run(env, "configs", "alter", "--topic", "kept", "--add", "retention.ms=soon")
@@ -89,26 +90,11 @@ def produce_acks_all(producer, topic):
     return errors[0].name() if errors and errors[0] else None
 
 
-def wait_until(condition, what, timeout_s=20):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-
-
 def third_connection_refused(host, port, source):
     """Three connections from `source`: the first two kept, the third closed by the broker."""
     sockets = [socket.create_connection((host, port), timeout=5, source_address=(source, 0)) for _ in range(3)]
     try:
-        def closed(sock, timeout_s):
-            sock.settimeout(timeout_s)
-            try:
-                return sock.recv(1) == b""
-            except ConnectionResetError:
-                return True
-            except socket.timeout:
-                return False
-        return closed(sockets[2], 2.0) and not closed(sockets[0], 0.2)
+        return closed_by_peer(sockets[2], 2.0) and not closed_by_peer(sockets[0], 0.2)
     finally:
         for sock in sockets:
             sock.close()
@@ -117,7 +103,7 @@ def third_connection_refused(host, port, source):
 def test_dynamic_broker_configs_apply_without_a_restart_the_broker_own_over_the_default(tmp_path):
     from confluent_kafka import Producer
 
-    from local_cluster import zk_tree
+    from support.local_cluster import zk_tree
 
     env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
     env.update(KAFKACTL_CONFIG=str(tmp_path / "config.json"), XDG_STATE_HOME=str(tmp_path / "state"))
@@ -128,31 +114,32 @@ def test_dynamic_broker_configs_apply_without_a_restart_the_broker_own_over_the_
         ok(env, "topics", "create", "orders", "--partitions", "1", "--replication-factor", "1")
         producer = Producer({"bootstrap.servers": status["bootstrap_servers"], "acks": "all", "retries": 0,
                              "message.timeout.ms": 5000})
-        wait_until(lambda: produce_acks_all(producer, "orders") is None, "the topic to take writes")
+        wait_for(lambda: produce_acks_all(producer, "orders") is None, WAIT_S, "the topic to take writes")
 
         # Cluster-wide: a one-replica topic cannot meet min.insync.replicas=2.
         ok(env, "configs", "alter", "--broker-default", "--add", "min.insync.replicas=2")
-        wait_until(lambda: produce_acks_all(producer, "orders") == "NOT_ENOUGH_REPLICAS",
-                   "the cluster-wide min.insync.replicas to apply")
+        wait_for(lambda: produce_acks_all(producer, "orders") == "NOT_ENOUGH_REPLICAS", WAIT_S,
+                 "the cluster-wide min.insync.replicas to apply")
         # The broker's own value wins over the cluster-wide one...
         ok(env, "configs", "alter", "--broker", "1", "--add", "min.insync.replicas=1")
-        wait_until(lambda: produce_acks_all(producer, "orders") is None, "broker 1's own min.insync.replicas")
+        wait_for(lambda: produce_acks_all(producer, "orders") is None, WAIT_S,
+                 "broker 1's own min.insync.replicas")
         rows = {r["key"]: r for r in json.loads(ok(env, "configs", "describe", "--broker", "1", "-o", "json").stdout)}
         assert rows["min.insync.replicas"] == {"key": "min.insync.replicas", "value": "1", "source": "broker 1",
                                                "applied": True, "note": ""}
         # ... and deleting it brings the cluster-wide value back.
         ok(env, "configs", "alter", "--broker", "1", "--delete", "min.insync.replicas")
-        wait_until(lambda: produce_acks_all(producer, "orders") == "NOT_ENOUGH_REPLICAS",
-                   "the cluster-wide value again")
+        wait_for(lambda: produce_acks_all(producer, "orders") == "NOT_ENOUGH_REPLICAS", WAIT_S,
+                 "the cluster-wide value again")
 
         # Per broker: a connection limit for one address, taken by the running broker.
         host, port = broker["host"], broker["port"]
         assert not third_connection_refused(host, port, "127.0.0.2")
         ok(env, "configs", "alter", "--broker", "1", "--add", "max.connections.per.ip.overrides=127.0.0.2:2")
-        wait_until(lambda: third_connection_refused(host, port, "127.0.0.2"),
-                   "max.connections.per.ip.overrides to apply")
+        wait_for(lambda: third_connection_refused(host, port, "127.0.0.2"), WAIT_S,
+                 "max.connections.per.ip.overrides to apply")
         ok(env, "configs", "alter", "--broker", "1", "--delete", "max.connections.per.ip.overrides")
-        wait_until(lambda: not third_connection_refused(host, port, "127.0.0.2"), "the limit to be lifted")
+        wait_for(lambda: not third_connection_refused(host, port, "127.0.0.2"), WAIT_S, "the limit to be lifted")
 
         # A refused change writes nothing and says why in one line.
         before = zk_tree(status["zookeeper"])

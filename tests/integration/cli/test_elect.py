@@ -8,7 +8,10 @@ import time
 
 import pytest
 
-from local_cluster import cluster_up, produce
+from support.local_cluster import cluster_up, produce
+from support.waiting import wait_for
+
+WAIT_S = 30
 
 # Short sessions: a stopped broker's registration goes away quickly. No
 # automatic rebalance: only the election under test moves leaders back.
@@ -25,22 +28,15 @@ def describe(cli, topic):
     return {r["partition"]: r for r in json.loads(cli.ok("topics", "describe", topic, "-o", "json").stdout)}
 
 
-def wait_until(condition, timeout_s=30, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-
-
 def test_preferred_election_after_a_broker_restart_puts_leaders_back(up):
     cli, cluster, _ = up
     cli.ok("topics", "create", "pref", "--partitions", "6", "--replication-factor", "3")
-    wait_until(lambda: all(r["leader"] == r["replicas"][0] for r in describe(cli, "pref").values()),
-               what="initial leaders")
+    wait_for(lambda: all(r["leader"] == r["replicas"][0] for r in describe(cli, "pref").values()),
+             WAIT_S, "initial leaders")
     cluster.stop_broker(1)
-    wait_until(lambda: all(r["leader"] != 1 for r in describe(cli, "pref").values()), what="leaders off broker 1")
+    wait_for(lambda: all(r["leader"] != 1 for r in describe(cli, "pref").values()), WAIT_S, "leaders off broker 1")
     cli.ok("cluster", "up", "--dir", str(cluster.root))
-    wait_until(lambda: all(1 in r["isr"] for r in describe(cli, "pref").values()), what="broker 1 back in the ISRs")
+    wait_for(lambda: all(1 in r["isr"] for r in describe(cli, "pref").values()), WAIT_S, "broker 1 back in the ISRs")
     before = describe(cli, "pref")
     moved = sorted(p for p, r in before.items() if r["replicas"][0] == 1)
     assert moved and all(before[p]["leader"] != 1 for p in moved)
@@ -71,12 +67,12 @@ def test_unclean_election_of_an_offline_partition_with_a_live_out_of_sync_replic
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "lossy", "partition": 0, "replicas": [leader, follower]}]}))
     cli.ok("reassign", "execute", "--plan", str(plan), "--throttle", "1")
-    wait_until(lambda: describe(cli, "lossy")[0]["replicas"] == [leader, follower], what="the adding replica")
+    wait_for(lambda: describe(cli, "lossy")[0]["replicas"] == [leader, follower], WAIT_S, "the adding replica")
     time.sleep(2)
     assert describe(cli, "lossy")[0]["isr"] == [leader]
 
     cluster.kill_broker(leader)
-    wait_until(lambda: describe(cli, "lossy")[0]["leader"] == -1, what="the partition to go offline")
+    wait_for(lambda: describe(cli, "lossy")[0]["leader"] == -1, WAIT_S, "the partition to go offline")
 
     refused = cli("elect", "unclean", "--topic", "lossy")      # no terminal, no --yes
     assert refused.returncode == 2 and "--yes" in refused.stderr

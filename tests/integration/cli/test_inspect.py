@@ -23,7 +23,7 @@ from confluent_kafka import Producer
 from kafkactl.cluster.local import LocalCluster
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.client import session as zk_session
-from waiting import wait_for
+from support.waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 MESSAGES = 3000

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 import urllib.request
 from pathlib import Path
+
+from support.waiting import wait_for
 
 HOT_RECORDS = 200
 VALUE = b"x" * 2000
@@ -41,13 +42,6 @@ def produce(bootstrap: str, topic: str, partitions: list[int]) -> None:
         producer.flush(30)
     finally:
         producer.close()
-
-
-def wait_for(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 def test_snapshot_of_a_real_cluster(real_cli, cluster_dir, tmp_path):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from local_cluster import cluster_up, consume, produce as produce_lines, zk_tree
+from support.local_cluster import cluster_up, consume, produce as produce_lines, zk_tree
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from kafkactl.cluster.admin import broker_queries as bq
-from local_cluster import cluster_up, consume as consume_records, produce as produce_lines, zk_tree
+from support.local_cluster import cluster_up, consume as consume_records, produce as produce_lines, zk_tree
 
 
 @pytest.fixture(scope="module")

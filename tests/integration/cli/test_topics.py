@@ -17,7 +17,7 @@ import pytest
 
 from kafkactl.cluster.local import LocalCluster
 from kafkactl.cluster.zk.client import session as zk_session
-from waiting import wait_for
+from support.waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from local_cluster import cluster_up, consume, produce, zk_tree
-from waiting import wait_for
+from support.local_cluster import cluster_up, consume, produce, zk_tree
+from support.waiting import wait_for
 
 RECORDS = [f"k{i}:message-{i}" for i in range(30)]
 

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from kafkactl.cluster.admin.topics import create_topic, describe_topics
 from kafkactl.cluster.zk import codecs, layout
-from waiting import wait_for
+from support.waiting import wait_for
 
 SESSION = {"zookeeper.session.timeout.ms": "4000"}
 

@@ -11,18 +11,10 @@ from kazoo.client import KazooClient
 
 from kafkactl.cluster.admin.topics import create_topic, describe_topics
 from kafkactl.cluster.zk import codecs, layout
+from support.waiting import wait_for
 
 RATE_BYTES_PER_S = 1_000_000
 DATA_BYTES = 6_000_000
-
-
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def announce(zk: KazooClient, entity_path: str) -> None:

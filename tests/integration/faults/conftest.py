@@ -1,20 +1,15 @@
-"""Fault-injection tests: makes `faults_support` (next to this file) importable,
-and gives each test a `faults` fixture (a FaultCluster factory).
+"""Fault-injection tests: each test gets a `faults` fixture (a FaultCluster
+factory; the helpers live in tests/support: fault_cluster, load_producer,
+acked_check, zk_state, log_dirs, offline_observer).
 
 When a test fails, the teardown prints where its cluster lives and what the
 controller sent, so the failure can be read without re-running it.
 """
 
-import sys
-from pathlib import Path
-
 import pytest
 
-HERE = str(Path(__file__).resolve().parent)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-import faults_support  # noqa: E402  (needs the path above)
+from support import load_producer
+from support.fault_cluster import BASE_OVERRIDES, FaultCluster
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -29,13 +24,13 @@ def faults(start_cluster, request):
     """`faults(brokers=3, overrides={...})` -> a started FaultCluster; its
     ZooKeeper client is closed and every process stopped at teardown (the
     processes by `start_cluster`, which runs its teardown after this one)."""
-    started: list[faults_support.FaultCluster] = []
+    started: list[FaultCluster] = []
 
-    def start(brokers: int = 3, overrides: dict[str, str] | None = None) -> faults_support.FaultCluster:
-        settings = dict(faults_support.BASE_OVERRIDES)
+    def start(brokers: int = 3, overrides: dict[str, str] | None = None) -> FaultCluster:
+        settings = dict(BASE_OVERRIDES)
         settings.update(overrides or {})
         cluster, status = start_cluster(brokers=brokers, overrides=settings)
-        fault_cluster = faults_support.FaultCluster(cluster, status)
+        fault_cluster = FaultCluster(cluster, status)
         started.append(fault_cluster)
         return fault_cluster
 
@@ -46,7 +41,7 @@ def faults(start_cluster, request):
             print(fault_cluster.diagnostics())
         fault_cluster.close()
     if failed is not None and failed.failed:
-        for producer in faults_support.PRODUCERS:
+        for producer in load_producer.PRODUCERS:
             print(f"producer {producer.topic}: {producer.summary()}; librdkafka log (last 80):")
             print("\n".join(producer.log_ring.tail()))
-    faults_support.PRODUCERS.clear()
+    load_producer.PRODUCERS.clear()

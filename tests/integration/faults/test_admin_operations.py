@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from faults_support import LoadProducer, assert_check, assert_nothing_lost, leftovers, partition_dir, wait_until
 from kafkactl.cluster.zk import layout
+from support.acked_check import assert_check, assert_nothing_lost
+from support.load_producer import LoadProducer
+from support.log_dirs import leftovers, partition_dir
+from support.waiting import wait_for
 
 PARTITIONS = 3
 
@@ -26,8 +29,8 @@ def test_reassignment_to_a_different_replica_set_under_load(faults):
         producer.wait_progress(300, diagnose=diagnose)
         epoch_before = cluster.state(topic, 0).leader_epoch
         cluster.request_reassignment({(topic, 0): target})
-        wait_until(lambda: not cluster.exists(layout.REASSIGN_PARTITIONS), 30,
-                   "/admin/reassign_partitions to be deleted", diagnose=diagnose)
+        wait_for(lambda: not cluster.exists(layout.REASSIGN_PARTITIONS), 30,
+                 "/admin/reassign_partitions to be deleted", diagnose=diagnose)
         done = cluster.assignment(topic)
         assert done.partitions[0] == target, diagnose()
         assert {p: r for p, r in done.partitions.items() if p != 0} == {1: [2, 3, 4], 2: [3, 4, 1]}
@@ -40,9 +43,9 @@ def test_reassignment_to_a_different_replica_set_under_load(faults):
         producer.stop()
     broker_1_dirs = cluster.status.broker(1).log_dirs
     assert partition_dir(broker_1_dirs, topic, 1) is None          # never had it
-    wait_until(lambda: not leftovers(broker_1_dirs, topic, 0), 10,
-               f"broker 1 to delete its log of {topic}-0",
-               diagnose=lambda: str(leftovers(broker_1_dirs, topic, 0)))
+    wait_for(lambda: not leftovers(broker_1_dirs, topic, 0), 10,
+             f"broker 1 to delete its log of {topic}-0",
+             diagnose=lambda: str(leftovers(broker_1_dirs, topic, 0)))
     cluster.wait_full_isr(topic)
     assert_check(cluster.bootstrap, producer)
     cluster.wait_replicas_agree(topic)
@@ -67,10 +70,10 @@ def test_preferred_election_after_a_failover_puts_leaders_back(faults):
         moved = {p: cluster.leader(topic, p) for p in preferred}
         assert moved[0] != victim, f"leadership came back by itself: {diagnose()}"
         cluster.request_preferred_election([(topic, p) for p in preferred])
-        wait_until(lambda: not cluster.exists(layout.PREFERRED_REPLICA_ELECTION), 20,
-                   "/admin/preferred_replica_election to be deleted", diagnose=diagnose)
-        wait_until(lambda: {p: cluster.leader(topic, p) for p in preferred} == preferred, 10,
-                   f"the preferred leaders {preferred} back", diagnose=diagnose)
+        wait_for(lambda: not cluster.exists(layout.PREFERRED_REPLICA_ELECTION), 20,
+                 "/admin/preferred_replica_election to be deleted", diagnose=diagnose)
+        wait_for(lambda: {p: cluster.leader(topic, p) for p in preferred} == preferred, 10,
+                 f"the preferred leaders {preferred} back", diagnose=diagnose)
         producer.wait_progress(100, partition=0, diagnose=diagnose)
         print(f"leaders after the failover {moved}; after the election {preferred}")
     finally:

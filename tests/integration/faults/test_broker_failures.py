@@ -11,7 +11,9 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from faults_support import LoadProducer, assert_check, assert_nothing_lost, wait_until
+from support.acked_check import assert_check, assert_nothing_lost
+from support.load_producer import LoadProducer
+from support.waiting import wait_for
 
 PARTITIONS = 3
 IN_FLIGHT_AT_KILL = 200     # messages (1 s at the test's rate) that may be unanswered when brokers die
@@ -55,8 +57,8 @@ def test_kill_9_the_controller_under_load(faults):
         epoch_before = cluster.controller_epoch()
         led = [p for p in range(PARTITIONS) if cluster.leader(topic, p) == old]
         cluster.kill(old)
-        new = wait_until(lambda: (c := cluster.controller()) not in (None, old) and c,
-                         15, f"a controller other than {old}", diagnose=diagnose)
+        new = wait_for(lambda: (c := cluster.controller()) not in (None, old) and c,
+                       15, f"a controller other than {old}", diagnose=diagnose)
         assert cluster.controller_epoch() > epoch_before, diagnose()
         for p in led:
             cluster.wait_new_leader(topic, p, old)
@@ -102,8 +104,8 @@ def test_kill_9_two_brokers_stops_writes_until_one_returns(faults):
         killed_at_seq = producer.produced
         # The new controller (the survivor) leaves the survivor alone in every
         # ISR: produce gets NOT_ENOUGH_REPLICAS.
-        wait_until(lambda: all(cluster.state(topic, p).isr == [survivor] for p in range(PARTITIONS)),
-                   15, f"ISR = [{survivor}] everywhere", diagnose=diagnose)
+        wait_for(lambda: all(cluster.state(topic, p).isr == [survivor] for p in range(PARTITIONS)),
+                 15, f"ISR = [{survivor}] everywhere", diagnose=diagnose)
         assert cluster.controller() == survivor, diagnose()
         outcomes = [probe(cluster.bootstrap, topic, p) for p in range(PARTITIONS)]
         assert set(outcomes) <= {"NOT_ENOUGH_REPLICAS", "_MSG_TIMED_OUT", "REQUEST_TIMED_OUT"}, outcomes
@@ -118,9 +120,9 @@ def test_kill_9_two_brokers_stops_writes_until_one_returns(faults):
         restarted_at = time.monotonic()
         restarted_at_seq = producer.produced
         cluster.start_only(first_back)
-        wait_until(lambda: all(sorted(cluster.state(topic, p).isr) == sorted([survivor, first_back])
-                               for p in range(PARTITIONS)), 20, f"ISR = {{{survivor}, {first_back}}}",
-                   diagnose=diagnose)
+        wait_for(lambda: all(sorted(cluster.state(topic, p).isr) == sorted([survivor, first_back])
+                             for p in range(PARTITIONS)), 20, f"ISR = {{{survivor}, {first_back}}}",
+                 diagnose=diagnose)
         producer.wait_progress(100, diagnose=diagnose)
         print(f"outage {restarted_at - killed_at:.1f} s, probes {outcomes}")
     finally:
@@ -157,13 +159,13 @@ def test_a_new_controller_takes_the_dead_controller_out_of_every_isr(faults):
     followed = [p for p, s in cluster.states(topic).items() if old in s.isr and s.leader != old]
     assert followed, cluster.describe(topic)
     cluster.kill(old)
-    new = wait_until(lambda: (c := cluster.controller()) not in (None, old) and c,
-                     15, f"a controller other than {old}", diagnose=lambda: cluster.describe(topic))
+    new = wait_for(lambda: (c := cluster.controller()) not in (None, old) and c,
+                   15, f"a controller other than {old}", diagnose=lambda: cluster.describe(topic))
 
     def every_isr_member_registered() -> bool:
         registered = cluster.registered()
         return all(s is not None and s.leader in registered and set(s.isr) <= registered
                    for s in cluster.states(topic).values())
-    wait_until(every_isr_member_registered, 10,
-               f"every ISR member registered after controller {new} took over from {old}",
-               diagnose=lambda: cluster.describe(topic))
+    wait_for(every_isr_member_registered, 10,
+             f"every ISR member registered after controller {new} took over from {old}",
+             diagnose=lambda: cluster.describe(topic))

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from faults_support import LoadProducer, assert_check
+from support.acked_check import assert_check
+from support.load_producer import LoadProducer
 
 PARTITIONS = 3
 ROUNDS = 3

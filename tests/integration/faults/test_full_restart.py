@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from faults_support import LoadProducer, assert_nothing_lost
+from support.acked_check import assert_nothing_lost
+from support.load_producer import LoadProducer
 
 PARTITIONS = 3
 

@@ -13,11 +13,13 @@ import time
 
 import pytest
 
-from faults_support import (
-    LoadProducer, OfflineObserver, assert_never_offline, assert_nothing_lost, leaders, leftovers,
-    partition_dir, preferred_leaders, wait_until,
-)
 from kafkactl.cluster.zk import layout
+from support.acked_check import assert_nothing_lost
+from support.load_producer import LoadProducer
+from support.log_dirs import leftovers, partition_dir
+from support.offline_observer import OfflineObserver, assert_never_offline
+from support.waiting import wait_for
+from support.zk_state import leaders, preferred_leaders
 
 
 def log_size(cluster, broker_id: int) -> int:
@@ -68,10 +70,10 @@ def test_rolling_restart_by_controlled_shutdown_sees_no_offline_partition(faults
                            f"{time.monotonic() - stopped:.1f} s")
         after_rolling = leaders(cluster, topic)
         cluster.request_preferred_election([(topic, p) for p in preferred])
-        wait_until(lambda: not cluster.exists(layout.PREFERRED_REPLICA_ELECTION), 20,
-                   "/admin/preferred_replica_election to be deleted", diagnose=diagnose)
-        wait_until(lambda: leaders(cluster, topic) == preferred, 15,
-                   f"the preferred leaders {preferred} back", diagnose=diagnose)
+        wait_for(lambda: not cluster.exists(layout.PREFERRED_REPLICA_ELECTION), 20,
+                 "/admin/preferred_replica_election to be deleted", diagnose=diagnose)
+        wait_for(lambda: leaders(cluster, topic) == preferred, 15,
+                 f"the preferred leaders {preferred} back", diagnose=diagnose)
         producer.wait_progress(150, diagnose=diagnose)
     finally:
         observer.stop()
@@ -108,8 +110,8 @@ def test_reassignment_to_three_other_brokers_under_load(faults):
         acked_before = producer.ack_count(0)
         started = time.monotonic()
         cluster.request_reassignment({(topic, 0): target})
-        wait_until(lambda: not cluster.exists(layout.REASSIGN_PARTITIONS), 40,
-                   "/admin/reassign_partitions to be deleted", diagnose=diagnose)
+        wait_for(lambda: not cluster.exists(layout.REASSIGN_PARTITIONS), 40,
+                 "/admin/reassign_partitions to be deleted", diagnose=diagnose)
         took = time.monotonic() - started
         done = cluster.assignment(topic)
         assert done.partitions[0] == target, diagnose()
@@ -128,9 +130,9 @@ def test_reassignment_to_three_other_brokers_under_load(faults):
     print(observer.summary())
     for broker_id in old:
         dirs = cluster.status.broker(broker_id).log_dirs
-        wait_until(lambda: not leftovers(dirs, topic, 0), 15,
-                   f"broker {broker_id} to delete its log of {topic}-0",
-                   diagnose=lambda: str(leftovers(dirs, topic, 0)))
+        wait_for(lambda: not leftovers(dirs, topic, 0), 15,
+                 f"broker {broker_id} to delete its log of {topic}-0",
+                 diagnose=lambda: str(leftovers(dirs, topic, 0)))
     for broker_id in target:
         assert partition_dir(cluster.status.broker(broker_id).log_dirs, topic, 0) is not None, broker_id
     assert_never_offline(observer, min_rounds=20)
@@ -172,8 +174,8 @@ def test_auto_leader_rebalance_puts_leaders_back(faults):
         restarted = time.monotonic()
         cluster.start_only(victim)
         # No admin trigger: the controller's rebalance timer alone.
-        wait_until(lambda: leaders(cluster, topic) == preferred, 30,
-                   f"the preferred leaders {preferred} back without an admin trigger", diagnose=diagnose)
+        wait_for(lambda: leaders(cluster, topic) == preferred, 30,
+                 f"the preferred leaders {preferred} back without an admin trigger", diagnose=diagnose)
         back_after = time.monotonic() - restarted
         assert not cluster.exists(layout.PREFERRED_REPLICA_ELECTION)
         for p in led:

@@ -14,7 +14,9 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from faults_support import LoadProducer, assert_check, read_partition, wait_until
+from support.acked_check import assert_check, read_partition
+from support.load_producer import LoadProducer
+from support.waiting import wait_for
 
 PARTITIONS = 3
 PAUSE_S = 8.0
@@ -80,8 +82,8 @@ def test_leader_paused_past_its_session_does_not_commit(faults, also_controller)
         cluster.resume(paused)
         resumed_at_acks = producer.ack_count(partition)
         # It learns it was replaced, truncates its divergent tail, follows and rejoins.
-        wait_until(lambda: paused in cluster.registered(), 15, f"broker {paused} to register again",
-                   diagnose=diagnose)
+        wait_for(lambda: paused in cluster.registered(), 15, f"broker {paused} to register again",
+                 diagnose=diagnose)
         cluster.wait_full_isr(topic, timeout_s=20)
         producer.wait_progress(100, partition=partition, diagnose=diagnose)
         print(f"paused broker {paused} (leader of {topic}-{partition} at epoch {epoch_before}) "

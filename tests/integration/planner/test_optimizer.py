@@ -3,19 +3,13 @@ meets every hard constraint, balance improves, hot data lands on SSD, and the
 same input gives the same plan. Runs are shared across assertions (each
 costs a few seconds of Spark jobs per round)."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # plan_checks
-
-from plan_checks import violations  # noqa: E402
-
-from kafkactl.planner.generate import generate  # noqa: E402
-from kafkactl.planner.loads import dir_loads, hot_bytes_off_ssd  # noqa: E402
-from kafkactl.planner.optimizer import optimize  # noqa: E402
-from kafkactl.planner.options import PlannerOptions  # noqa: E402
+from kafkactl.planner.generate import generate
+from kafkactl.planner.loads import dir_loads, hot_bytes_off_ssd
+from kafkactl.planner.optimizer import optimize
+from kafkactl.planner.options import PlannerOptions
+from support.plan_checks import violations
 
 # seed -> (brokers, added brokers, excluded brokers)
 CASES = {11: (6, 1, ()), 12: (9, 0, (2,)), 13: (7, 0, ())}

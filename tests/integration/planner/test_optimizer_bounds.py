@@ -2,19 +2,14 @@
 met, with real Spark on small generated snapshots."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # plan_checks
-
-from plan_checks import violations  # noqa: E402
-
-from kafkactl.planner.generate import generate  # noqa: E402
-from kafkactl.planner.loads import bytes_moved  # noqa: E402
-from kafkactl.planner.optimizer import optimize  # noqa: E402
-from kafkactl.planner.options import PlannerOptions  # noqa: E402
+from kafkactl.planner.generate import generate
+from kafkactl.planner.loads import bytes_moved
+from kafkactl.planner.optimizer import optimize
+from kafkactl.planner.options import PlannerOptions
+from support.plan_checks import violations
 
 
 @pytest.fixture(scope="module")

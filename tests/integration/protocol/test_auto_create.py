@@ -9,8 +9,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import request as metadata12
 
 from kafkactl.cluster.zk import codecs, layout
-
-from wire import WireClient
+from support.wire import WireClient
 
 
 def metadata(client: WireClient, topic: str, allow: bool = True):

@@ -19,8 +19,7 @@ from kio.schema.produce.v9 import request as produce9
 from kafkactl.cluster.broker.broker_client import decode_response
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.record_batch import build_batch
-
-from wire import WireClient
+from support.wire import WireClient, api_versions, client, create_topic, latest_offset
 
 MAX_REQUEST_BYTES = 200_000
 MESSAGE_MAX_BYTES = 50_000
@@ -40,14 +39,6 @@ def broker(tmp_path_factory):
     cluster.down()
 
 
-def client(broker) -> WireClient:
-    return WireClient(broker.host, broker.port)
-
-
-def api_versions(c: WireClient):
-    return c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
-
-
 def produce(c: WireClient, topic: str, partition: int, records: bytes, acks: int = -1):
     request = produce9.ProduceRequest(
         transactional_id=None, acks=acks, timeout=datetime.timedelta(seconds=5),
@@ -56,26 +47,6 @@ def produce(c: WireClient, topic: str, partition: int, records: bytes, acks: int
     )
     response = c.request(request)
     return response.responses[0].partition_responses[0]
-
-
-def latest_offset(c: WireClient, topic: str) -> int:
-    request = list_offsets7.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(
-        list_offsets7.ListOffsetsTopic(name=topic, partitions=(
-            list_offsets7.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
-    return c.request(request).topics[0].partitions[0].offset
-
-
-def create_topic(c: WireClient, topic: str) -> None:
-    request = metadata12.MetadataRequest(
-        topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
-        allow_auto_topic_creation=True, include_topic_authorized_operations=False)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        topic_metadata = c.request(request).topics[0]
-        if topic_metadata.error_code == ErrorCode.none and topic_metadata.partitions[0].leader_id >= 0:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {topic} got no leader")
 
 
 def batch(n: int = 3, value_size: int = 10) -> bytes:

@@ -23,9 +23,7 @@ from kio.schema.produce.v7 import request as produce7
 from kio.schema.produce.v9 import request as produce9
 
 from kafkactl.cluster.protocol.record_batch import HEADER_SIZE, build_batch
-
-from test_bad_input import api_versions, create_topic, latest_offset
-from wire import WireClient
+from support.wire import WireClient, api_versions, create_topic, latest_offset
 
 BASE_TIMESTAMP = 1_700_000_000_000
 

@@ -14,8 +14,7 @@ from kio.schema.fetch.v12 import request as fetch12
 from kio.schema.produce.v9 import request as produce9
 
 from kafkactl.cluster.protocol.record_batch import build_batch
-
-from wire import WireClient
+from support.wire import WireClient
 
 PARTITIONS = 4
 

@@ -16,8 +16,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import request as metadata12
 
-from test_bad_input import api_versions, client
-from wire import WireClient
+from support.wire import WireClient, api_versions, client
 
 HEADER_V2 = "0000000900017800"   # correlation id 9, client id "x", no tagged fields
 HUGE_COMPACT_COUNT = "ffffffff0f"   # uvarint 2^32 - 1: a count of 0xfffffffe

@@ -29,28 +29,21 @@ from kafkactl.cluster.broker.isr_writer import PartitionStateConflict, Partition
 from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
-from kafkactl.cluster.protocol.record_batch import build_batch, decode_records, parse_header
+from kafkactl.cluster.protocol.record_batch import build_batch
 from kafkactl.cluster.zk.codecs import PartitionState
+from support.replication_nodes import records_in
+from support.waiting import wait_for
 
 TOPIC = "replicated"
 KEY = (TOPIC, 0)
 LAG_MS = 1000
+WAIT_S = 10.0
+POLL_S = 0.02   # the brokers are in this process: state changes within milliseconds
 FETCHER = FetcherConfig(fetch_wait_max_ms=100, fetch_backoff_ms=100, socket_timeout_ms=5000)
 
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-def wait_until(condition, timeout_s: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 class StateZnodes:
@@ -184,16 +177,7 @@ def produce(broker: Broker, *values: bytes, acks: int = -1, timeout_ms: int = 50
 
 def records_of(broker: Broker) -> list[tuple[int, int, bytes]]:
     """(offset, leader epoch, value) of every record in the broker's log."""
-    log_ = broker.partition().log
-    data = log_.read(log_.log_start_offset, 1 << 30, None, True)
-    raw = data.region.read_bytes() if data is not None else b""
-    out, position = [], 0
-    while position < len(raw):
-        header = parse_header(raw, position)
-        for record in decode_records(raw[position:position + header.size_bytes]):
-            out.append((record.offset, header.partition_leader_epoch, record.value))
-        position += header.size_bytes
-    return out
+    return records_in(broker.partition().log)
 
 
 def test_the_follower_replicates_and_the_high_watermark_follows(cluster):
@@ -202,9 +186,9 @@ def test_the_follower_replicates_and_the_high_watermark_follows(cluster):
     c.elect(1, 0, (1, 2))
     for i in range(20):
         assert produce(a, b"v%d" % i, b"w%d" % i, acks=1).error_code == ErrorCode.none
-    wait_until(lambda: b.log_end_offset() == 40, what="the follower to have every record")
-    wait_until(lambda: a.partition().high_watermark == 40 and b.partition().high_watermark == 40,
-               what="both high watermarks at 40")
+    wait_for(lambda: b.log_end_offset() == 40, WAIT_S, "the follower to have every record", interval_s=POLL_S)
+    wait_for(lambda: a.partition().high_watermark == 40 and b.partition().high_watermark == 40, WAIT_S,
+             "both high watermarks at 40", interval_s=POLL_S)
     assert records_of(b) == records_of(a)
     assert a.partition().isr == (1, 2) and c.znodes.isr() == [1, 2]
 
@@ -247,7 +231,7 @@ def test_a_killed_follower_leaves_the_isr_after_the_lag_and_rejoins(cluster):
     assert a.partition().isr == (1,) and c.znodes.isr() == [1]
     assert produce(a, b"c").error_code == ErrorCode.not_enough_replicas
     b.revive_fetcher(a)
-    wait_until(lambda: a.partition().isr == (1, 2), what="the follower to rejoin the ISR")
+    wait_for(lambda: a.partition().isr == (1, 2), WAIT_S, "the follower to rejoin the ISR", interval_s=POLL_S)
     assert c.znodes.isr() == [1, 2] and a.partition().zk_version == c.znodes.read(*KEY).zk_version
     assert produce(a, b"d").error_code == ErrorCode.none
     assert [v for _, _, v in records_of(b)] == [b"a", b"b", b"d"]
@@ -258,7 +242,7 @@ def test_after_a_leader_change_the_old_leader_truncates_its_divergent_tail(clust
     a, b = c.brokers[1], c.brokers[2]
     c.elect(1, 0, (1, 2))
     assert produce(a, b"m1").error_code == ErrorCode.none        # both have it
-    wait_until(lambda: b.partition().high_watermark == 1, what="the follower to learn the HW")
+    wait_for(lambda: b.partition().high_watermark == 1, WAIT_S, "the follower to learn the HW", interval_s=POLL_S)
     b.kill_fetcher()
     assert produce(a, b"m2", acks=1).error_code == ErrorCode.none  # only the leader has it
     assert a.log_end_offset() == 2 and a.partition().high_watermark == 1
@@ -276,10 +260,10 @@ def test_after_a_leader_change_the_old_leader_truncates_its_divergent_tail(clust
     c.brokers = {1: a, 2: b}
     state = LeaderAndIsrState(TOPIC, 0, 1, 2, 1, (2, 1), c.znodes.read(*KEY).zk_version, (1, 2))
     assert a.manager.apply_leader_and_isr(0, 1, [state], {2: b.endpoint}) == {KEY: ErrorCode.none}
-    wait_until(lambda: records_of(a) == records_of(b) and b.partition().high_watermark == 2,
-               what="the old leader to match the new one")
+    wait_for(lambda: records_of(a) == records_of(b) and b.partition().high_watermark == 2, WAIT_S,
+             "the old leader to match the new one", interval_s=POLL_S)
     assert records_of(a) == [(0, 0, b"m1"), (1, 1, b"m3")]
-    wait_until(lambda: a.partition().high_watermark == 2, what="the follower to learn the HW")
+    wait_for(lambda: a.partition().high_watermark == 2, WAIT_S, "the follower to learn the HW", interval_s=POLL_S)
 
 
 def test_a_fetcher_to_a_dead_leader_backs_off_and_stops_promptly(cluster):

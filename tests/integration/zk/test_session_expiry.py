@@ -20,7 +20,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 
 from kafkactl.cluster.zk import codecs, layout
-from waiting import wait_for
+from support.waiting import wait_for
 
 SESSION_TIMEOUT_MS = 4000
 

@@ -1,9 +1,4 @@
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_zookeeper
 
 
 @pytest.fixture(autouse=True)
@@ -17,8 +12,8 @@ def isolated_user_files(tmp_path, monkeypatch):
 
 @pytest.fixture
 def fake_zookeeper(monkeypatch):
-    """Commands talk to an in-memory ZooKeeper (fake_zookeeper.py) instead of a real one."""
-    from fake_zookeeper import FakeZooKeeper
+    """Commands talk to an in-memory ZooKeeper (support/fake_zookeeper.py) instead of a real one."""
+    from support.fake_zookeeper import FakeZooKeeper
 
     from kafkactl.cli import common
 

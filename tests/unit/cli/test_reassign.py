@@ -6,6 +6,7 @@ import json
 import pytest
 
 from kafkactl.cli.main import main
+from support.fake_zookeeper import record_commits
 
 
 def cluster(zookeeper, brokers=(1, 2, 3, 4), topics=None):
@@ -68,16 +69,7 @@ def test_execute_with_throttle_writes_everything_in_one_multi_after_saving_the_r
         fake_zookeeper, tmp_path, capsys, monkeypatch):
     cluster(fake_zookeeper)
     fake_zookeeper.create("/config/topics/t", b'{"version":1,"config":{"retention.ms":"1000"}}', makepath=True)
-    commits = []
-    original = type(fake_zookeeper.transaction())
-
-    class Recording(original):
-        def commit_async(self):
-            assert (tmp_path / "rb.json").exists(), "the rollback file must be saved before writing"
-            commits.append(list(self.operations))
-            return super().commit_async()
-
-    monkeypatch.setattr(fake_zookeeper, "transaction", lambda: Recording(fake_zookeeper))
+    commits = record_commits(fake_zookeeper, monkeypatch, saved_first=tmp_path / "rb.json")
     plan = write_plan(tmp_path, {"topic": "t", "partition": 0, "replicas": [1, 4], "log_dirs": ["any", "any"]},
                       {"topic": "t", "partition": 1, "replicas": [3, 2]})
     assert main(["reassign", "execute", "--plan", plan, "--throttle", "5000",

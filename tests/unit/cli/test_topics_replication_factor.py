@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kafkactl.cli.main import main
+from support.fake_zookeeper import record_commits
 
 
 def cluster(zookeeper, brokers=(1, 2, 3), racks=None, topics=None):
@@ -119,16 +120,7 @@ def test_out_writes_a_plan_that_reassign_execute_takes(fake_zookeeper, tmp_path,
 def test_yes_saves_the_rollback_then_writes_throttles_and_the_reassignment_in_one_checked_multi(
         fake_zookeeper, tmp_path, capsys, monkeypatch):
     cluster(fake_zookeeper)
-    commits = []
-    original = type(fake_zookeeper.transaction())
-
-    class Recording(original):
-        def commit_async(self):
-            assert (tmp_path / "rb.json").exists(), "the rollback file must be saved before writing"
-            commits.append(list(self.operations))
-            return super().commit_async()
-
-    monkeypatch.setattr(fake_zookeeper, "transaction", lambda: Recording(fake_zookeeper))
+    commits = record_commits(fake_zookeeper, monkeypatch, saved_first=tmp_path / "rb.json")
     assert main(["topics", "alter", "t", "--replication-factor", "3", "--yes", "--throttle", "5000",
                  "--rollback-file", str(tmp_path / "rb.json"), "-o", "json"]) == 0
     out, err = capsys.readouterr()

@@ -1,15 +1,9 @@
 """Hard constraints on single moves, the destination queue, and the
 aggregates a move updates (goals/base.py)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
-
-from goal_fixtures import cluster, replica
-
 from kafkactl.planner.goals.base import DestinationQueue, least_follower
 from kafkactl.planner.options import PlannerOptions
+from support.goal_fixtures import cluster, replica
 
 
 def test_a_move_to_a_broker_already_holding_the_partition_is_refused():

@@ -27,10 +27,7 @@ def test_network_excess_is_above_target_times_tolerance():
 
 
 def test_inbound_targets_are_per_rack_when_racks_are_pinned():
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from goal_fixtures import cluster
+    from support.goal_fixtures import cluster
 
     from kafkactl.planner.goals.network import in_target
 

@@ -1,15 +1,9 @@
 """Targets, fill levels and excesses of the disk goal (goals/disk.py)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
-
-from goal_fixtures import cluster, replica
-
 from kafkactl.planner.goals.disk import (Disk, RackVolume, band, excess_above_fill, fill_level,
                                          pull_excess, ssd_volumes)
 from kafkactl.planner.options import PlannerOptions
+from support.goal_fixtures import cluster, replica
 
 
 def test_targets_are_per_media_class_over_eligible_capacity():

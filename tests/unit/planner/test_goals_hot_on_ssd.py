@@ -1,13 +1,7 @@
 """Heat ranking and the SSD volume (goals/hot_on_ssd.py)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
-
-from goal_fixtures import cluster, replica
-
 from kafkactl.planner.goals.hot_on_ssd import HotOnSsd, heat, hot_set, shed_to_level, ssd_volume_bytes
+from support.goal_fixtures import cluster, replica
 
 
 def test_heat_is_traffic_per_byte_stored():

@@ -1,14 +1,8 @@
 """Swaps of the network goal (goals/network.py, Cluster.swap_ok)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
-
-from goal_fixtures import cluster, replica
-
 from kafkactl.planner.goals.network import SwapPool, swap_gains
 from kafkactl.planner.options import PlannerOptions
+from support.goal_fixtures import cluster, replica
 
 
 def loads(c):

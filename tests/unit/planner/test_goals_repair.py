@@ -1,14 +1,8 @@
 """What no assignment can meet is reported with why (goals/repair.py)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # goal_fixtures
-
-from goal_fixtures import cluster
-
 from kafkactl.planner.goals.repair import PartitionTotals, infeasible
 from kafkactl.planner.options import PlannerOptions
+from support.goal_fixtures import cluster
 
 
 def totals(**changes):

@@ -7,14 +7,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.broker_client import decode_response, encode_request
-from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
-from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol import control
 from kafkactl.cluster.protocol.codec import SplicedResponse
+from support.one_broker import one_broker
 
 BROKER_EPOCH = 40
 TOPIC_ID = uuid.uuid4()
@@ -22,10 +20,8 @@ TOPIC_ID = uuid.uuid4()
 
 @pytest.fixture
 def broker(tmp_path):
-    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": f"{tmp_path}/a"})
-    logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: 0)
-    logs.startup()
-    replica_manager = ReplicaManager(config, logs, lambda: 0)
+    config, replica_manager = one_broker(f"{tmp_path}/a", lambda: 0)
+    logs = replica_manager.log_manager
     services = BrokerServices(config=config, metadata=MetadataCache(), replica_manager=replica_manager,
                               zk_agent=SimpleNamespace(broker_epoch=BROKER_EPOCH), producer_ids=None,
                               clock_ms=lambda: 0)

@@ -14,10 +14,11 @@ from kafkactl.cluster.broker.broker import Broker
 from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.network import SocketServer
 from kafkactl.cluster.broker.quota import UNLIMITED
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.record_batch import build_batch
+from support.one_broker import one_broker
+from support.sockets import closed_by_peer
 
 NOW_MS = 1_700_000_000_000
 STATIC, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.retention.ms": "5000",
@@ -116,14 +117,10 @@ def batch():
 
 @pytest.fixture
 def manager(tmp_path):
-    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": f"{tmp_path}/a",
-                                 "log.dir.media": f"{tmp_path}/a:ssd"})
-    logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
-    logs.startup()
-    manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    _, manager = one_broker(f"{tmp_path}/a", lambda: NOW_MS, {"log.dir.media": f"{tmp_path}/a:ssd"})
     yield manager
     manager.shutdown()
-    logs.shutdown()
+    manager.log_manager.shutdown()
 
 
 def lead(manager, topic):
@@ -171,16 +168,6 @@ class Silent:
         return None
 
 
-def closed_by_server(sock, timeout_s=5.0):
-    sock.settimeout(timeout_s)
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
 def test_new_connection_limits_are_taken_by_the_network_thread_and_meet_new_connections():
     server = SocketServer("127.0.0.1", 0, Silent(), 100, 1 << 20)
     server.start()
@@ -201,8 +188,8 @@ def test_new_connection_limits_are_taken_by_the_network_thread_and_meet_new_conn
             time.sleep(0.01)
         # The connection held already stays; a second one from its IP is refused.
         sockets.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
-        assert closed_by_server(sockets[1])
-        assert not closed_by_server(sockets[0], 0.3)
+        assert closed_by_peer(sockets[1], 5.0)
+        assert not closed_by_peer(sockets[0], 0.3)
     finally:
         for sock in sockets:
             sock.close()

@@ -12,8 +12,11 @@ import time
 import pytest
 
 from kafkactl.cluster.broker.network import SocketServer
+from support.sockets import closed_by_peer
+from support.waiting import wait_for
 
 WAIT_S = 5.0
+POLL_S = 0.01   # the server runs in this process: its state changes within milliseconds
 FETCH, METADATA = 1, 3
 
 
@@ -50,23 +53,6 @@ def ask(sock: socket.socket, frame: bytes) -> int:
     return struct.unpack(">ii", data)[1]
 
 
-def closed_by_server(sock: socket.socket, timeout_s: float = WAIT_S) -> bool:
-    sock.settimeout(timeout_s)
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
-def wait_for(condition, timeout_s=WAIT_S):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def make_server():
     servers, sockets = [], []
@@ -100,12 +86,12 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     assert ask(old, request(METADATA, 2)) == 2
     # The answer can reach us before the worker hands `old` back: wait for it,
     # or it may be parked after `recent` and become the more recently used.
-    wait_for(lambda: server.idle_connection_count() == 3)
+    wait_for(lambda: server.idle_connection_count() == 3, WAIT_S, "3 idle connections", POLL_S)
     assert ask(recent, request(METADATA, 3)) == 3         # used after `old`
-    wait_for(lambda: server.idle_connection_count() == 3)   # all handed back by their workers
+    wait_for(lambda: server.idle_connection_count() == 3, WAIT_S, "all 3 handed back by their workers", POLL_S)
     newcomer = make_server.client(server)
     assert ask(newcomer, request(METADATA, 4)) == 4
-    assert closed_by_server(old)                           # the least recently used client
+    assert closed_by_peer(old, WAIT_S)                           # the least recently used client
     assert ask(recent, request(METADATA, 5)) == 5
     assert ask(follower, follower_fetch(6)) == 6
     # Followers are never closed for another: when only they are left to
@@ -113,9 +99,9 @@ def test_at_max_connections_the_lru_idle_client_connection_is_closed_never_a_fol
     only_followers = make_server(max_connections=2)
     a, b = make_server.client(only_followers), make_server.client(only_followers)
     assert ask(a, follower_fetch(1)) == 1 and ask(b, follower_fetch(2)) == 2
-    wait_for(lambda: only_followers.idle_connection_count() == 2)
+    wait_for(lambda: only_followers.idle_connection_count() == 2, WAIT_S, "2 idle connections", POLL_S)
     refused = make_server.client(only_followers)
-    assert closed_by_server(refused)
+    assert closed_by_peer(refused, WAIT_S)
     assert ask(a, follower_fetch(3)) == 3 and ask(b, follower_fetch(4)) == 4
 
 
@@ -123,7 +109,7 @@ def test_per_ip_limit_refuses_beyond_it_and_counts_per_address(make_server):
     server = make_server(max_connections_per_ip=2, per_ip_overrides={"127.0.0.2": 3})
     first, second = make_server.client(server), make_server.client(server)
     third = make_server.client(server)
-    assert closed_by_server(third)
+    assert closed_by_peer(third, WAIT_S)
     assert ask(first, request(METADATA, 1)) == 1 and ask(second, request(METADATA, 2)) == 2
     # Another address (an override of 3) still connects, three times.
     others = [socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_S,
@@ -134,7 +120,7 @@ def test_per_ip_limit_refuses_beyond_it_and_counts_per_address(make_server):
         for sock in others:
             sock.close()
     second.close()                                          # a slot of 127.0.0.1 is free again
-    wait_for(lambda: server.connection_count() == 1)
+    wait_for(lambda: server.connection_count() == 1, WAIT_S, "1 connection", POLL_S)
     assert ask(make_server.client(server), request(METADATA, 3)) == 3
 
 
@@ -145,7 +131,7 @@ def test_beyond_its_limit_a_brokers_host_is_on_probation(make_server):
     # An attacker on the brokers' host gains no client connection beyond the limit ...
     extra_client = make_server.client(server)
     extra_client.sendall(request(METADATA, 5))
-    assert closed_by_server(extra_client)
+    assert closed_by_peer(extra_client, WAIT_S)
     # ... while a follower connecting from the same host is served.
     follower = make_server.client(server)
     assert ask(follower, follower_fetch(6)) == 6
@@ -157,13 +143,13 @@ def test_connections_idle_for_connections_max_idle_ms_are_closed(make_server):
     server = make_server(connections_max_idle_ms=60_000, clock=lambda: now[0])
     idle, busy = make_server.client(server), make_server.client(server)
     assert ask(idle, request(METADATA, 1)) == 1
-    wait_for(lambda: server.idle_connection_count() == 2)   # handed back: idle since now
+    wait_for(lambda: server.idle_connection_count() == 2, WAIT_S, "both handed back: idle since now", POLL_S)
     now[0] += 40.0
     assert ask(busy, request(METADATA, 2)) == 2
-    wait_for(lambda: server.idle_connection_count() == 2)
+    wait_for(lambda: server.idle_connection_count() == 2, WAIT_S, "2 idle connections", POLL_S)
     now[0] += 30.0                          # idle: 70 s without a request; busy: 30 s
-    assert closed_by_server(idle)
-    assert not closed_by_server(busy, timeout_s=1.5)
+    assert closed_by_peer(idle, WAIT_S)
+    assert not closed_by_peer(busy, 1.5)
     assert ask(busy, request(METADATA, 3)) == 3
 
 
@@ -173,7 +159,7 @@ def test_queued_max_request_bytes_bounds_requests_being_read_but_not_replication
     assert ask(follower, follower_fetch(1)) == 1
     hog = make_server.client(server)
     hog.sendall(struct.pack(">i", 50_000) + b"\x00\x03\x00\x01" + b"h" * 5_000)   # never finished
-    wait_for(lambda: server.pool.used >= 1000)
+    wait_for(lambda: server.pool.used >= 1000, WAIT_S, "1000 pooled bytes in use", POLL_S)
     time.sleep(0.2)
     assert server.pool.used == 1000          # only the bound was read of the 5,004 bytes sent
     small = make_server.client(server)
@@ -186,7 +172,7 @@ def test_queued_max_request_bytes_bounds_requests_being_read_but_not_replication
     small.settimeout(WAIT_S)
     data = small.recv(8)
     assert struct.unpack(">ii", data)[1] == 2
-    wait_for(lambda: server.pool.used == 0)
+    wait_for(lambda: server.pool.used == 0, WAIT_S, "the pool to be free", POLL_S)
 
 
 def test_idle_connections_hold_no_thread_and_only_the_bytes_received(make_server):
@@ -195,7 +181,7 @@ def test_idle_connections_hold_no_thread_and_only_the_bytes_received(make_server
     sockets = [make_server.client(server) for _ in range(200)]
     for sock in sockets[:100]:
         sock.sendall(bytes.fromhex("06400000 00030001"))   # 100 MiB announced, 8 bytes sent
-    wait_for(lambda: server.pool.used == 800)
+    wait_for(lambda: server.pool.used == 800, WAIT_S, "800 pooled bytes in use", POLL_S)
     assert server.connection_count() == 200
     assert threading.active_count() <= before + 1
     assert ask(sockets[150], request(METADATA, 9)) == 9

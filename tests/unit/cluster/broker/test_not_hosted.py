@@ -11,25 +11,20 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.broker_client import decode_response, encode_request
-from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot, TopicMetadata
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
-from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.zk.codecs import PartitionState, TopicAssignment
+from support.one_broker import one_broker
 
 NOW_MS = 1_700_000_000_000
 
 
 @pytest.fixture
 def dispatcher(tmp_path):
-    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": f"{tmp_path}/a"})
-    logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
-    logs.startup()
-    manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    config, manager = one_broker(f"{tmp_path}/a", lambda: NOW_MS)
     manager.apply_leader_and_isr(0, 1, [LeaderAndIsrState("t", 0, 1, 1, 4, (1,), 0, (1,))], {})
     metadata = MetadataCache()
     # Partition 1 lives on brokers 2 and 3 only.
@@ -38,7 +33,7 @@ def dispatcher(tmp_path):
     yield Dispatcher(BrokerServices(config=config, metadata=metadata, replica_manager=manager,
                                     zk_agent=None, producer_ids=None, clock_ms=lambda: NOW_MS))
     manager.shutdown()
-    logs.shutdown()
+    manager.log_manager.shutdown()
 
 
 def ask(dispatcher, api_key: int, request, version: int):

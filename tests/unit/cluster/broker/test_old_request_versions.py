@@ -14,15 +14,13 @@ import zlib
 
 import pytest
 
-from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.handlers.services import BrokerServices
 from kafkactl.cluster.broker.metadata import MetadataCache
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
-from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.framing import FrameError
 from kafkactl.cluster.protocol.record_batch import build_batch
+from support.one_broker import one_broker
 
 NOW_MS = 1_700_000_000_000
 UNSUPPORTED_VERSION, UNKNOWN_TOPIC_OR_PARTITION, LOG_DIR_NOT_FOUND = 35, 3, 57
@@ -33,10 +31,7 @@ LEADER_EPOCH = 4
 def broker(tmp_path):
     """Broker 1 leads t-0..t-2 at leader epoch 4; t-1 holds 3 records."""
     log_dir = f"{tmp_path}/a"
-    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": log_dir})
-    logs = LogManager([LogDir(log_dir, "ssd")], config.default_log_config(), lambda: NOW_MS)
-    logs.startup()
-    manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    config, manager = one_broker(log_dir, lambda: NOW_MS)
     manager.apply_leader_and_isr(0, 1, [LeaderAndIsrState("t", p, 1, 1, LEADER_EPOCH, (1,), 0, (1,))
                                         for p in range(3)], {})
     manager.append("t", 1, build_batch([(None, b"v", None, NOW_MS)] * 3), 1)
@@ -46,7 +41,7 @@ def broker(tmp_path):
     dispatcher.replica_manager = manager
     yield dispatcher
     manager.shutdown()
-    logs.shutdown()
+    manager.log_manager.shutdown()
 
 
 # --- writing requests and reading answers by hand -----------------------------------

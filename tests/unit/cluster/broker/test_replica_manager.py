@@ -5,12 +5,10 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.handlers.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, leader_offset
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
-from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.record_batch import build_batch
+from support.one_broker import one_broker
 
 NOW_MS = 1_700_000_000_000
 
@@ -21,16 +19,10 @@ def batch(count=2):
 
 @pytest.fixture
 def manager(tmp_path):
-    config, _ = from_properties({
-        "broker.id": "1", "zookeeper.connect": "z:1",
-        "log.dirs": f"{tmp_path}/a", "log.dir.media": f"{tmp_path}/a:ssd",
-    })
-    logs = LogManager([LogDir(f"{tmp_path}/a", "ssd")], config.default_log_config(), lambda: NOW_MS)
-    logs.startup()
-    manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    _, manager = one_broker(f"{tmp_path}/a", lambda: NOW_MS, {"log.dir.media": f"{tmp_path}/a:ssd"})
     yield manager
     manager.shutdown()
-    logs.shutdown()
+    manager.log_manager.shutdown()
 
 
 def lead(manager, leader=1, epoch=0, isr=(1,), config=None):

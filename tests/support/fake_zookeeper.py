@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
@@ -209,3 +210,19 @@ class Transaction:
 def _parent(path: str) -> str:
     parent = path.rsplit("/", 1)[0]
     return parent or "/"
+
+
+def record_commits(zookeeper: FakeZooKeeper, monkeypatch, saved_first: Path) -> list[list[tuple]]:
+    """The operations of every multi `zookeeper` commits from now on, one list
+    per commit; each commit asserts `saved_first` exists (a rollback file must
+    be saved before anything is written)."""
+    commits: list[list[tuple]] = []
+
+    class Recording(Transaction):
+        def commit_async(self) -> Result:
+            assert saved_first.exists(), "the rollback file must be saved before writing"
+            commits.append(list(self.operations))
+            return super().commit_async()
+
+    monkeypatch.setattr(zookeeper, "transaction", lambda: Recording(zookeeper))
+    return commits
