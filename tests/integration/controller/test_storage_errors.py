@@ -11,7 +11,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 from kafkactl.cluster.admin.topics import create_topic, describe_topics
-from waiting import wait_for
+from support.waiting import wait_for
 
 SESSION = {"zookeeper.session.timeout.ms": "4000", "auto.leader.rebalance.enable": "false"}
 
