@@ -125,6 +125,10 @@ class Controller:
 
     def _on_session_state(self, state) -> None:
         if state == KazooState.LOST:
+            # As Kafka's clearAndPut(Expire): what this controller was to do
+            # is void with its session; a waiting controlled shutdown is
+            # answered NOT_CONTROLLER now. Who-is-controller events stay.
+            self.events.preempt(lambda event: event.needs_active)
             self.events.put(ev.SessionExpired())
         elif state == KazooState.CONNECTED:
             self.events.put(ev.Reelect())

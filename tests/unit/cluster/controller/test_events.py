@@ -183,3 +183,17 @@ def test_no_zookeeper_call_of_the_controller_blocks_the_event_thread_for_ever():
     with pytest.raises(Exception):
         controller._delete_own_controller_znode()
     assert time.monotonic() - started < 2
+
+
+def test_a_lost_session_preempts_queued_work_at_once_and_keeps_lifecycle_events():
+    from kazoo.protocol.states import KazooState
+
+    controller = Controller(1, SimpleNamespace(), ControllerConfig())
+    controller.context = make_context(live=(1, 2))
+    answers = []
+    controller.events.put(ev.TopicChange())
+    controller.events.put(ev.ControlledShutdown(2, 5, answers.append))
+    controller.events.put(ev.ControllerChange())
+    controller._on_session_state(KazooState.LOST)        # kazoo's thread
+    assert answers == [(ErrorCode.not_controller, [])]
+    assert controller.events.queued() == [ev.ControllerChange(), ev.SessionExpired()]
