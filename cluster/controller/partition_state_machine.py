@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 from kafkactl.cluster.controller.model import TopicPartition
-from kafkactl.cluster.controller.state_table import TransitionTable
+from kafkactl.cluster.state_table import TransitionTable
 
 
 class PartitionStateName(Enum):

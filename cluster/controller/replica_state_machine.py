@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import Enum
 
 from kafkactl.cluster.controller.model import PartitionReplica
-from kafkactl.cluster.controller.state_table import TransitionTable
+from kafkactl.cluster.state_table import TransitionTable
 
 
 class ReplicaStateName(Enum):

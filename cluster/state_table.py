@@ -1,8 +1,9 @@
 """The table of a state machine: for each state, the states it may be entered from.
 
-Kafka's partition and replica state machines (partition_state_machine.py,
-replica_state_machine.py) are each such a table plus what their states mean.
-A transition outside the table is a controller bug, so `check` raises (an
+Kafka's partition and replica state machines (controller/
+partition_state_machine.py, replica_state_machine.py) and its group states
+(coordinator/group_state.py) are each such a table plus what their states
+mean. A transition outside the table is a bug, so `check` raises (an
 InvariantViolation, through `invariant`) instead of logging and skipping it.
 """
 

@@ -4,7 +4,7 @@ from enum import Enum
 
 import pytest
 
-from kafkactl.cluster.controller.state_table import TransitionTable
+from kafkactl.cluster.state_table import TransitionTable
 from kafkactl.cluster.invariant import InvariantViolation
 
 
