@@ -4,5 +4,7 @@ rebalances and committed offsets, kept on the compacted `__consumer_offsets`.
 Built in steps; so far the pure rules:
 - placement.py: which `__consumer_offsets` partition (and so which broker,
   its leader) coordinates a group, exactly as Apache Kafka computes it;
-- group_state.py: the group states and the transitions between them.
+- group_state.py: the group states and the transitions between them;
+- records.py: the records of `__consumer_offsets` in Kafka's key and value
+  schemas (committed offsets, group metadata, tombstones).
 """
