@@ -21,6 +21,7 @@ One partition: `<topic>-<partition>/`
     log_append      what an append must be: checks, offsets and epoch, rolls
     log_read        reads on a snapshot, without the log's lock
     retention       which segments retention deletes
+    compaction      which records a clean keeps (cleanup.policy=compact): pure decisions
     log_loader      opening a partition dir after a crash
     log             Log: the partition's state and lock
 
