@@ -6,5 +6,8 @@ Built in steps; so far the pure rules:
   its leader) coordinates a group, exactly as Apache Kafka computes it;
 - group_state.py: the group states and the transitions between them;
 - records.py: the records of `__consumer_offsets` in Kafka's key and value
-  schemas (committed offsets, group metadata, tombstones).
+  schemas (committed offsets, group metadata, tombstones);
+- group.py, membership.py, messages.py: a group's members and the classic
+  protocol's JoinGroup/SyncGroup/Heartbeat/LeaveGroup/session-expiry
+  decisions, as Kafka 2.8 takes them (pure, injected clock).
 """
