@@ -366,12 +366,15 @@ class Partition:
         with self.lock:
             if not self.is_leader or self.pending_isr is not None:
                 return None
-            out = isr_rules.out_of_sync_replicas(self.broker_id, self.isr, self.followers,
-                                                 self.log.log_end_offset, now_ms,
-                                                 replica_lag_time_max_ms, pending_reads_enabled)
+            out = self._out_of_sync(now_ms, replica_lag_time_max_ms, pending_reads_enabled)
             if not out:
                 return None
             return self._propose_isr(tuple(r for r in self.isr if r not in out))
+
+    def _out_of_sync(self, now_ms: int, replica_lag_time_max_ms: int, pending_reads_enabled: bool):
+        """Under the lock: the ISR members the ISR rules put out of sync now."""
+        return isr_rules.out_of_sync_replicas(self.broker_id, self.isr, self.followers, self.log.log_end_offset,
+                                              now_ms, replica_lag_time_max_ms, pending_reads_enabled)
 
     def propose_by_rules(self, now_ms: int, replica_lag_time_max_ms: int,
                          pending_reads_enabled: bool) -> IsrProposal | None:
@@ -380,9 +383,7 @@ class Partition:
         with self.lock:
             if not self.is_leader or self.pending_isr is not None:
                 return None
-            out = isr_rules.out_of_sync_replicas(self.broker_id, self.isr, self.followers,
-                                                 self.log.log_end_offset, now_ms,
-                                                 replica_lag_time_max_ms, pending_reads_enabled)
+            out = self._out_of_sync(now_ms, replica_lag_time_max_ms, pending_reads_enabled)
             joining = tuple(r for r, state in self.followers.items() if r not in self.isr and isr_rules.can_join_isr(
                 state, self.high_watermark, self.leader_epoch_start_offset))
             if not out and not joining:
