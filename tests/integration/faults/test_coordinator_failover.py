@@ -37,6 +37,15 @@ def test_commits_survive_coordinator_kills_and_an_at_least_once_consumer_misses_
                          "auto.offset.reset": "earliest", "session.timeout.ms": 10000})
     consumer.subscribe([topic])
     seen: set[int] = set()
+
+    def joined() -> bool:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.add(int(message.value()))
+        return bool(consumer.assignment())
+
+    wait_for(joined, 60, "the consumer in its group")
+    _check_not_coordinator_elsewhere(cluster, group)
     acknowledged: dict[int, int] = {}          # partition -> last offset a commit acknowledged
     kills: list[int] = []
     try:
@@ -59,6 +68,24 @@ def test_commits_survive_coordinator_kills_and_an_at_least_once_consumer_misses_
         assert acknowledged == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
     finally:
         consumer.close()
+
+
+def _check_not_coordinator_elsewhere(cluster, group: str) -> None:
+    """The other brokers answer the group's requests NOT_COORDINATOR."""
+    from kio.schema.heartbeat.v4.request import HeartbeatRequest
+    from support.wire import WireClient
+
+    coordinator = coordinator_of(cluster.bootstrap, group)
+    for broker in cluster.status.brokers:
+        if broker.id == coordinator:
+            continue
+        client = WireClient(broker.host, broker.port)
+        try:
+            answer = client.request(HeartbeatRequest(group_id=group, generation_id=1, member_id="m",
+                                                     group_instance_id=None))
+            assert answer.error_code.name == "not_coordinator", f"broker {broker.id}: {answer.error_code}"
+        finally:
+            client.close()
 
 
 def _commit(consumer, acknowledged: dict[int, int]) -> bool:
