@@ -131,3 +131,20 @@ def test_an_assignment_too_large_to_store_fails_the_sync_and_leaves_the_group_un
     assert sync(wire, group, member_id, generation, assignment=b"x" * 1_100_000).error_code == E.unknown_server_error
     [described] = wire.request(DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)).groups
     assert described.group_state != "Stable"
+
+
+def test_clients_cannot_append_to_the_offsets_topic(wire):
+    from kio.schema.metadata.v12 import request as metadata
+    from kio.schema.produce.v8 import request as produce
+
+    from kafkactl.cluster.protocol.record_batch import build_batch
+
+    answer = wire.request(produce.ProduceRequest(
+        transactional_id=None, acks=-1, timeout=5000 * MS, topic_data=(produce.TopicProduceData(
+            name="__consumer_offsets", partition_data=(produce.PartitionProduceData(
+                index=0, records=build_batch([(b"k", b"v", None, 0)])),)),)))
+    assert answer.responses[0].partition_responses[0].error_code == E.invalid_topic_exception
+    [topic] = wire.request(metadata.MetadataRequest(
+        topics=(metadata.MetadataRequestTopic(topic_id=None, name="__consumer_offsets"),),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False)).topics
+    assert topic.is_internal

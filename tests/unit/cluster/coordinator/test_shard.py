@@ -50,10 +50,10 @@ class Writer:
         self.writes.append((partition, records, done))
 
 
-def shard(loading=False, installed=True, new_uuid=lambda: "u1"):
+def shard(loading=False, installed=True, new_uuid=lambda: "u1", clock_ms=lambda: 1000):
     writer = Writer()
     context = CoordinatorContext(
-        config=GroupConfig(initial_rebalance_delay_ms=0), clock_ms=lambda: 1000, new_uuid=new_uuid,
+        config=GroupConfig(initial_rebalance_delay_ms=0), clock_ms=clock_ms, new_uuid=new_uuid,
         writer=writer, partition_for=lambda group_id: PARTITION, is_loading=lambda p: loading,
         offset_metadata_max_bytes=10, offsets_retention_ms=60_000, topic_known=lambda t, p: t == "t",
         partition_count=lambda t: 1)
@@ -159,3 +159,17 @@ def test_deleting_an_empty_group_writes_tombstones_and_a_live_one_is_refused():
     unknown = Future()
     group_requests.delete_group(s, "nobody", unknown)
     assert unknown.result(0) is E.group_id_not_found
+
+
+def test_expired_offsets_become_tombstones_and_an_emptied_group_is_removed():
+    now = [1000]
+    s, writer = shard(clock_ms=lambda: now[0])        # offsets.retention.ms: 60 s
+    group_requests.commit(s, OffsetCommitRequest("g", "", -1, None, {("t", 0): (5, -1, None)}), Future())
+    writer.writes[0][2](E.none)
+    group_requests.expire_offsets(s)
+    assert len(writer.writes) == 1 and s.entry("g") is not None         # not yet
+    now[0] = 61_000
+    group_requests.expire_offsets(s)
+    assert s.entry("g") is None
+    tombstones = [(decode_key(k), v) for _, records, _ in writer.writes[1:] for k, v in records]
+    assert tombstones == [(OffsetKey("g", "t", 0), None), (GroupKey("g"), None)]
