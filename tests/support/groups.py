@@ -31,6 +31,7 @@ class Member:
         self.assigned: set[tuple[str, int]] = set()
         self.assignments = 0              # on_assign calls: each a rebalance this member took part in
         self.values: list[int] = []
+        self.closed = False
         self.consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
                                 on_lost=self._on_revoke)
         self.cooperative = settings.get("partition.assignment.strategy") == "cooperative-sticky"
@@ -52,7 +53,10 @@ class Member:
             self.values.append(int(message.value()))
 
     def close(self) -> None:
-        self.consumer.close()
+        """Leave the group (a static member leaves no LeaveGroup behind); once."""
+        if not self.closed:
+            self.closed = True
+            self.consumer.close()
 
 
 def poll_until(members: list[Member], predicate, timeout_s: float, what: str) -> None:
