@@ -172,7 +172,7 @@ class Log:
         """The headers of a produce payload every batch of which the leader
         accepts (log_append.check_leader_batches). Takes no lock: callers run it
         before theirs, since the record pass is the costly part of an append."""
-        return check_leader_batches(records, self.config)
+        return check_leader_batches(records, self.config, f"{self.topic}-{self.partition}")
 
     def append_as_leader(self, records: Payload, leader_epoch: int,
                          headers: list[BatchHeader] | None = None) -> AppendInfo:
