@@ -86,8 +86,8 @@ def first_uncleanable_offset(active_segment_base: int, high_watermark: int,
                 break
             if segment.largest_timestamp_ms > now_ms - min_compaction_lag_ms:
                 return segment.base_offset
-    holding = [s.base_offset for s in segments if s.base_offset <= limit]
-    return max(holding) if holding else limit
+    holding = [s.base_offset for s in segments if s.base_offset <= limit] + [active_segment_base]
+    return max(b for b in holding if b <= limit) if min(holding) <= limit else limit
 
 
 def cleanable(segments: Sequence[SegmentSummary], first_dirty_offset: int, first_uncleanable: int,
