@@ -30,6 +30,14 @@ def create_compacted(zookeeper: str, bootstrap: str, topic: str, **configs: str)
     wait_for_leaders(bootstrap, topic)
 
 
+def cleaned_up_to(status, topic: str) -> int:
+    """The partition's first dirty offset in its dir's cleaner-offset-checkpoint (0 before any clean)."""
+    from kafkactl.cluster.log.checkpoint import OffsetCheckpointFile
+
+    path = partition_dir(status, topic).parent / "cleaner-offset-checkpoint"
+    return OffsetCheckpointFile(str(path)).read().get((topic, 0), 0) if path.exists() else 0
+
+
 def test_the_cleaner_keeps_the_latest_value_per_key_and_drops_tombstones(start_cluster):
     require_tools("kcat")
     _, status = start_cluster(overrides=FAST_CLEANER)
@@ -44,10 +52,14 @@ def test_the_cleaner_keeps_the_latest_value_per_key_and_drops_tombstones(start_c
     first = wait_for(lambda: (r := consume_with_kcat(bootstrap, topic)) and len(r) < len(everything) and r,
                      20, what="a first clean")
     assert {k for _, k, v in first if v is None} <= {"k00003", "k00007"}
-    # More data rolls more segments: the next clean passes the horizon.
-    more = with_offsets(keyed_rounds(keys=60, rounds=1, prefix="fill-b"), len(everything))
-    produce_with_kcat(bootstrap, topic, [r[1:] for r in more])
-    everything += more
+    # More data rolls more segments; once a clean has taken the tombstones into the clean
+    # section (its checkpoint passed them), the next clean passes the delete horizon.
+    for prefix in ("fill-b", "fill-c"):
+        more = with_offsets(keyed_rounds(keys=60, rounds=1, prefix=prefix), len(everything))
+        produce_with_kcat(bootstrap, topic, [r[1:] for r in more])
+        everything += more
+        if prefix == "fill-b":
+            wait_for(lambda: cleaned_up_to(status, topic) > len(written), 20, what="the tombstones cleaned once")
     active_base = lambda: int(partition_files(partition_dir(status, topic), ".log")[-1].split(".")[0])  # noqa: E731
     expected = lambda: latest_per_key([r for r in everything if r[0] < active_base()], drop_tombstones=True) + [  # noqa: E731
         r for r in everything if r[0] >= active_base()]

@@ -90,7 +90,10 @@ def test_a_tombstone_stays_until_a_later_clean_passes_the_delete_horizon(open_lo
     log.append_as_leader(keyed([("k0", None)]), 0)                   # deletes k0
     log.append_as_leader(keyed([("k1", "late")] * 5), 0)
     log.append_as_leader(keyed([("k1", "later")]), 0)
+    for _ in range(2):                           # the tombstone's segment is no longer the active one
+        log.append_as_leader(keyed([("k4", "fill")] * 5), 0)
     first = clean_log(log, 0, log.log_end_offset, T, 1 << 20, UNPACED)
+    assert first.end_offset > 20
     keys = [(k, v) for _, k, v in contents(log)]
     assert (b"k0", None) in keys                 # no clean section yet: no horizon
     for r in range(4):                           # more dirty data, then a second clean
