@@ -71,37 +71,49 @@ def batch_records(batch: bytes | memoryview) -> tuple[BatchHeader, bytes, list[R
 
 
 def split_records(payload: bytes, record_count: int) -> list[RawRecord]:
-    """Every record of `payload`; CorruptRecordError when a field runs past its record."""
+    """Every record of `payload`; CorruptRecordError when a field runs past its record.
+
+    Varints of one and two bytes (most lengths and deltas) are read inline,
+    longer ones through record_batch._read_varint; a read past the payload raises
+    IndexError, turned into CorruptRecordError, and the key and value are
+    checked to end within their record."""
     records = []
-    view = memoryview(payload)
     position = 0
-    for _ in range(max(record_count, 0)):
-        start = position
-        length, position = _read_varint(payload, position)
-        end = position + length
-        if length < 0 or end > len(payload):
-            raise CorruptRecordError(f"record length {length} runs past the payload")
-        body = view[:end]   # reads of this record stop at its end
-        timestamp_delta, position = _read_varint(body, position + 1)   # after the attributes byte
-        offset_delta, position = _read_varint(body, position)
-        key, position = _read_field(body, position)
-        value_length, position = _read_varint(body, position)
-        if value_length < -1 or position + max(value_length, 0) > end:
-            raise CorruptRecordError(f"value length {value_length} runs past its record")
-        records.append(RawRecord(start, end, offset_delta, timestamp_delta, key, value_length < 0))
-        position = end
+    try:
+        for _ in range(max(record_count, 0)):
+            start = position
+            length, position = _varint(payload, position)
+            end = position + length
+            if length < 0 or end > len(payload):
+                raise CorruptRecordError(f"record length {length} runs past the payload")
+            timestamp_delta, position = _varint(payload, position + 1)   # after the attributes byte
+            offset_delta, position = _varint(payload, position)
+            key_length, position = _varint(payload, position)
+            if key_length < -1 or position + max(key_length, 0) > end:
+                raise CorruptRecordError(f"key length {key_length} runs past its record")
+            key = None if key_length < 0 else payload[position:position + key_length]
+            value_length, position = _varint(payload, position + max(key_length, 0))
+            if value_length < -1 or position + max(value_length, 0) > end:
+                raise CorruptRecordError(f"value length {value_length} runs past its record")
+            records.append(RawRecord(start, end, offset_delta, timestamp_delta, key, value_length < 0))
+            position = end
+    except IndexError:
+        raise CorruptRecordError("a record runs past the payload") from None
     if position != len(payload):
         raise CorruptRecordError(f"{len(payload) - position} bytes after the last of {record_count} records")
     return records
 
 
-def _read_field(body: memoryview, position: int) -> tuple[bytes | None, int]:
-    length, position = _read_varint(body, position)
-    if length < -1 or position + max(length, 0) > len(body):
-        raise CorruptRecordError(f"key length {length} runs past its record")
-    if length < 0:
-        return None, position
-    return bytes(body[position:position + length]), position + length
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """A zigzag varint; one and two bytes inline (record lengths of real producers fit in two)."""
+    byte = data[position]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), position + 1
+    second = data[position + 1]
+    if second < 0x80:
+        unsigned = (byte & 0x7F) | (second << 7)
+        return (unsigned >> 1) ^ -(unsigned & 1), position + 2
+    return _read_varint(data, position)
 
 
 def retained_batch(header: BatchHeader, payload: bytes, kept: list[RawRecord]) -> bytes:
