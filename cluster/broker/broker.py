@@ -32,6 +32,7 @@ from kafkactl.cluster.broker.zk_agent import ZkAgent
 from kafkactl.cluster.controller.context import ControllerConfig
 from kafkactl.cluster.controller.controller import Controller
 from kafkactl.cluster.coordinator.coordinator import GroupCoordinator
+from kafkactl.cluster.log.cleaner import CleanerConfig, LogCleaner
 from kafkactl.cluster.log.manager import LogDir, LogManager
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ class Broker:
         self.replica_manager = ReplicaManager(config, self.log_manager, clock_ms)
         self.log_dir_mover = LogDirMover(self.replica_manager, self.log_manager,
                                          config.replica_alter_log_dirs_io_max_bytes_per_second)
+        self.log_cleaner = LogCleaner(self.log_manager, cleaner_config(config), self._high_watermark_of, clock_ms)
         self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms=clock_ms,
                                 on_broker_config=self._update_broker_config)
         self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
@@ -173,6 +175,7 @@ class Broker:
         self.controller.start()
         self._housekeeping.start()
         self.log_dir_mover.start()
+        self.log_cleaner.start()
         log.info("broker %s serving on port %s", self.config.broker_id, self.server.port)
 
     def _start_metrics_server(self) -> None:
@@ -207,11 +210,17 @@ class Broker:
             self.controller.stop()
         self.zk_agent.stop()
         self._housekeeping.join(timeout=5)
+        self.log_cleaner.stop()          # before the logs it cleans close
         self.log_dir_mover.stop()        # before the logs it copies close
         self.replica_manager.shutdown()  # fetchers stop before their logs close
         self.log_manager.write_high_watermarks(self.replica_manager.high_watermarks())
         self.log_manager.shutdown()
         log.info("broker %s stopped cleanly", self.config.broker_id)
+
+    def _high_watermark_of(self, topic: str, index: int) -> int | None:
+        """What the cleaner may clean up to: the hosted partition's high watermark (leader or follower)."""
+        partition = self.replica_manager.partitions.get((topic, index))
+        return None if partition is None else partition.high_watermark
 
     def _update_broker_config(self, default: dict[str, str], own: dict[str, str]) -> None:
         """Dynamic broker config (zk-agent thread, after a config change is
@@ -291,6 +300,16 @@ class Broker:
                 except Exception as error:
                     fatal.halt_if_fatal(error, f"housekeeping task {name}")
                     log.exception("housekeeping task %s failed; will retry", name)
+
+
+def cleaner_config(config: BrokerConfig) -> CleanerConfig:
+    return CleanerConfig(
+        enable=config.log_cleaner_enable,
+        threads=config.log_cleaner_threads,
+        backoff_ms=config.log_cleaner_backoff_ms,
+        dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+        io_max_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+    )
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:

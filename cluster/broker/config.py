@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kafkactl.cluster.log.config import NO_LIMIT, LogConfig
+from kafkactl.cluster.log.config import NO_LIMIT, LogConfig, normalise_cleanup_policy
 
 MEDIA_CLASSES = ("ssd", "hdd")
 
@@ -99,6 +99,17 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1800000
     group_initial_rebalance_delay_ms: int = 3000
     group_max_size: int = 2**31 - 1
+    # The log cleaner (cleanup.policy=compact; cluster/log/cleaner.py), Kafka's names and defaults.
+    log_cleanup_policy: str = "delete"
+    log_cleaner_enable: bool = True
+    log_cleaner_threads: int = 1
+    log_cleaner_backoff_ms: int = 15000
+    log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    log_cleaner_io_max_bytes_per_second: float = 1.7976931348623157e308   # Double.MAX_VALUE: no limit
+    log_cleaner_delete_retention_ms: int = 24 * 3600 * 1000
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = NO_LIMIT
+    log_cleaner_min_cleanable_ratio: float = 0.5
 
     def default_log_config(self) -> LogConfig:
         return LogConfig(
@@ -115,6 +126,11 @@ class BrokerConfig:
             min_insync_replicas=self.min_insync_replicas,
             unclean_leader_election_enable=self.unclean_leader_election_enable,
             message_timestamp_type=self.log_message_timestamp_type,
+            cleanup_policy=self.log_cleanup_policy,
+            delete_retention_ms=self.log_cleaner_delete_retention_ms,
+            min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms=self.log_cleaner_max_compaction_lag_ms,
+            min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
         )
 
     def media_of(self, log_dir: str) -> str | None:
@@ -208,6 +224,17 @@ def _timestamp_type(raw: str) -> str:
     return value
 
 
+def _cleanup_policy(raw: str) -> str:
+    return normalise_cleanup_policy(raw)
+
+
+def _double(raw: str) -> float:
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise ValueError("not a number") from None
+
+
 def _media_class(raw: str) -> str:
     value = raw.strip().lower()
     if value not in MEDIA_CLASSES:
@@ -219,6 +246,10 @@ def _media_class(raw: str) -> str:
 
 def _at_least(minimum: int) -> Callable[[Any], str | None]:
     return lambda value: None if value >= minimum else f"must be >= {minimum}"
+
+
+def _between(low: float, high: float) -> Callable[[Any], str | None]:
+    return lambda value: None if low <= value <= high else f"must be between {low:g} and {high:g}"
 
 
 def _metrics_port(value: int) -> str | None:
@@ -310,6 +341,16 @@ _KEYS: dict[str, _Key] = {
     "group.max.session.timeout.ms": _Key("group_max_session_timeout_ms", parse_int, _at_least(0)),
     "group.initial.rebalance.delay.ms": _Key("group_initial_rebalance_delay_ms", parse_int, _at_least(0)),
     "group.max.size": _Key("group_max_size", parse_int, _at_least(1)),
+    "log.cleanup.policy": _Key("log_cleanup_policy", _cleanup_policy),
+    "log.cleaner.enable": _Key("log_cleaner_enable", _bool),
+    "log.cleaner.threads": _Key("log_cleaner_threads", parse_int, _at_least(0)),
+    "log.cleaner.backoff.ms": _Key("log_cleaner_backoff_ms", parse_int, _at_least(0)),
+    "log.cleaner.dedupe.buffer.size": _Key("log_cleaner_dedupe_buffer_size", parse_int, _at_least(1024 * 1024)),
+    "log.cleaner.io.max.bytes.per.second": _Key("log_cleaner_io_max_bytes_per_second", _double, _between(1, 2e308)),
+    "log.cleaner.delete.retention.ms": _Key("log_cleaner_delete_retention_ms", parse_int, _at_least(0)),
+    "log.cleaner.min.compaction.lag.ms": _Key("log_cleaner_min_compaction_lag_ms", parse_int, _at_least(0)),
+    "log.cleaner.max.compaction.lag.ms": _Key("log_cleaner_max_compaction_lag_ms", parse_int, _at_least(1)),
+    "log.cleaner.min.cleanable.ratio": _Key("log_cleaner_min_cleanable_ratio", _double, _between(0, 1)),
 }
 
 # Kafka keys this broker accepts without acting on them (they tune Kafka's
@@ -319,8 +360,8 @@ _ACCEPTED_UNUSED = frozenset({
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "num.replica.fetchers", "controller.socket.timeout.ms",
-    "zookeeper.max.in.flight.requests", "compression.type", "log.cleanup.policy",
-    "log.cleaner.enable", "inter.broker.listener.name", "listener.security.protocol.map",
+    "zookeeper.max.in.flight.requests", "compression.type", "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor", "inter.broker.listener.name", "listener.security.protocol.map",
     "broker.id.generation.enable", "reserved.broker.max.id",
 })
 
@@ -430,6 +471,8 @@ def _check_cross_fields(config: BrokerConfig) -> None:
         raise ConfigError("queued.max.request.bytes: smaller than socket.request.max.bytes")
     if config.max_connections_per_ip == 0 and not config.max_connections_per_ip_overrides:
         raise ConfigError("max.connections.per.ip: can be 0 only when max.connections.per.ip.overrides is set")
+    if config.log_cleaner_min_compaction_lag_ms > config.log_cleaner_max_compaction_lag_ms:
+        raise ConfigError("log.cleaner.min.compaction.lag.ms: greater than log.cleaner.max.compaction.lag.ms")
 
 
 def load_config(path: str, overrides: dict[str, str] | None = None) -> tuple[BrokerConfig, list[str]]:

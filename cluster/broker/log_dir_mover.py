@@ -26,31 +26,13 @@ from typing import NamedTuple
 
 from kafkactl.cluster import fatal
 from kafkactl.cluster.log.errors import LogError
+from kafkactl.cluster.log.throttle import UNLIMITED, Throttle
 
 log = logging.getLogger(__name__)
 
-UNLIMITED = 2**63 - 1           # Kafka's default for the io rate: Long.MAX_VALUE
 CHUNK_BYTES = 1024 * 1024       # one copy step; also the lag below which the swap starts
 IDLE_WAIT_S = 0.5               # between looks when nothing is moving
 ERROR_BACKOFF_S = 1.0
-BURST_S = 1.0                   # copying may run this far ahead of the rate
-
-
-class Throttle:
-    """Bytes per second over all moves; `wait` sleeps on `stop` so shutdown is prompt."""
-
-    def __init__(self, rate_bytes_per_s: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate_bytes_per_s = rate_bytes_per_s
-        self._clock = clock
-        self._next_free_s = clock()
-
-    def record(self, size_bytes: int) -> float:
-        """Count `size_bytes` copied; returns how long to wait before copying more."""
-        if self.rate_bytes_per_s >= UNLIMITED or self.rate_bytes_per_s <= 0 or size_bytes <= 0:
-            return 0.0
-        now = self._clock()
-        self._next_free_s = max(self._next_free_s, now - BURST_S) + size_bytes / self.rate_bytes_per_s
-        return max(0.0, self._next_free_s - now - BURST_S)
 
 
 class CopyResult(NamedTuple):

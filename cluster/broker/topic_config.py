@@ -13,7 +13,7 @@ import difflib
 import logging
 
 from kafkactl.cluster.broker.config import BrokerConfig, parse_int
-from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.config import LogConfig, normalise_cleanup_policy
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +63,7 @@ def _one_of(*choices: str):
 
 
 def _cleanup_policy(raw: str) -> str:
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("expected delete, compact or both")
-    return raw
+    return normalise_cleanup_policy(raw)
 
 
 def _throttled_replicas(raw: str) -> str:
@@ -93,12 +90,12 @@ TOPIC_KEYS = {
     "min.insync.replicas": ("min_insync_replicas", _int_at_least(1)),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),
     "message.timestamp.type": ("message_timestamp_type", _one_of("CreateTime", "LogAppendTime")),
-    "cleanup.policy": (None, _cleanup_policy),
+    "cleanup.policy": ("cleanup_policy", _cleanup_policy),
     "compression.type": (None, _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    "delete.retention.ms": (None, _int_at_least(0)),
-    "min.compaction.lag.ms": (None, _int_at_least(0)),
-    "max.compaction.lag.ms": (None, _int_at_least(1)),
-    "min.cleanable.dirty.ratio": (None, _ratio),
+    "delete.retention.ms": ("delete_retention_ms", _int_at_least(0)),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _int_at_least(0)),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _int_at_least(1)),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),
     "preallocate": (None, _bool),
     "message.downconversion.enable": (None, _bool),
     "follower.replication.throttled.replicas": (None, _throttled_replicas),
@@ -128,6 +125,12 @@ def parse_topic_value(key: str, raw: str):
 def validate_topic_config(overrides: dict[str, str]) -> None:
     for key, raw in overrides.items():
         parse_topic_value(key, raw)
+    # Kafka's LogConfig.validateValues: the two compaction lags must not cross.
+    if "min.compaction.lag.ms" in overrides and "max.compaction.lag.ms" in overrides:
+        low, high = (parse_topic_value(k, overrides[k]) for k in ("min.compaction.lag.ms", "max.compaction.lag.ms"))
+        if low > high:
+            raise TopicConfigError(f"min.compaction.lag.ms: {low} is greater than max.compaction.lag.ms {high}; "
+                                   "a record would have to be both kept and compacted")
 
 
 def log_config_for(broker: BrokerConfig, overrides: dict[str, str]) -> LogConfig:

@@ -22,8 +22,10 @@ One partition: `<topic>-<partition>/`
     log_read        reads on a snapshot, without the log's lock
     retention       which segments retention deletes
     compaction      which records a clean keeps (cleanup.policy=compact): pure decisions
+    segment_swap    replacing segments with their cleaned copy: the steps and their crash rules
     log_loader      opening a partition dir after a crash
     log             Log: the partition's state and lock
+    log_clean       one clean of one compacted log: read, filter, write, swap
 
 A broker's log dirs: `log.dirs`
     media           ssd or hdd, from the block device
@@ -32,5 +34,7 @@ A broker's log dirs: `log.dirs`
     placement       which dir a new log goes to
     future_logs     moving a log between dirs: the swap's steps and their crash rules
     housekeeping    periodic passes over many logs
+    throttle        bytes per second, for background copying and cleaning
+    cleaner         the log cleaner: its threads, the clean of one log, its checkpoint
     manager         LogManager: which log lives where
 """

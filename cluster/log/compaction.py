@@ -9,7 +9,8 @@ A compacted log is split at two offsets:
   above it is touched. It is the smallest of the active segment's base
   offset, the high watermark (a record not yet on every ISR member could
   still be truncated away), and the base offset of the first segment holding
-  a record younger than min.compaction.lag.ms.
+  a record younger than min.compaction.lag.ms; rounded down to the base
+  offset of the segment holding it, since segments are cleaned whole.
 
 Rules:
 1. A log is due for cleaning (`cleanable`) when its dirty ratio (dirty
@@ -31,6 +32,26 @@ Rules:
    has gaps. A batch whose records all go is still kept, empty, when it is
    the last batch of its producer id in the log (`keep_empty_batch`): the
    producer's sequence must survive for idempotent retries.
+6. The segments below the end of a clean are cleaned in groups
+   (`group_segments`): consecutive segments whose sizes add up to at most
+   segment.bytes and whose offsets fit one segment's relative index
+   entries, each group rewritten as one segment. The last batch of a group
+   is always kept (emptied if none of its records survives), so the
+   cleaned segment ends at the offset where the group ended: a crash
+   mid-swap is then settled by offsets alone (segment_swap.py), and a
+   fetch at any offset of the group still finds the batch holding it or
+   the next one.
+7. The first dirty offset is the cleaner's checkpoint for the log, at least
+   the log start offset; a checkpoint beyond the log end offset (the log
+   was truncated, or deleted and created again) starts over at the log
+   start offset (`first_dirty_offset`).
+8. The offset map is bounded (log.cleaner.dedupe.buffer.size, shared by
+   the cleaner threads; Kafka's map takes 24 bytes per key at a load factor
+   of 0.9: `offset_map_capacity`); a clean whose dirty section has more
+   keys ends at the first segment that did not fit, and the next clean
+   goes on from there. The first dirty segment is always taken whole.
+9. Of the logs due (rule 1), the cleaner takes those past
+   max.compaction.lag.ms first, then the highest dirty ratio (`choose_log`).
 """
 
 from __future__ import annotations
@@ -64,23 +85,19 @@ def first_uncleanable_offset(active_segment_base: int, high_watermark: int,
             if segment.base_offset >= limit:
                 break
             if segment.largest_timestamp_ms > now_ms - min_compaction_lag_ms:
-                return min(limit, segment.base_offset)
-    return limit
+                return segment.base_offset
+    holding = [s.base_offset for s in segments if s.base_offset <= limit] + [active_segment_base]
+    return max(b for b in holding if b <= limit) if min(holding) <= limit else limit
 
 
 def cleanable(segments: Sequence[SegmentSummary], first_dirty_offset: int, first_uncleanable: int,
               now_ms: int, min_cleanable_dirty_ratio: float, max_compaction_lag_ms: int) -> bool:
     """Rule 1, over the segments below the first uncleanable offset."""
-    counted = [s for s in segments if s.base_offset < first_uncleanable]
-    dirty = [s for s in counted if s.base_offset >= first_dirty_offset]
-    if not dirty:
+    if not any(first_dirty_offset <= s.base_offset < first_uncleanable for s in segments):
         return False
-    dirty_bytes = sum(s.size_bytes for s in dirty)
-    total_bytes = sum(s.size_bytes for s in counted)
-    if total_bytes > 0 and dirty_bytes / total_bytes >= min_cleanable_dirty_ratio:
-        return True
-    oldest_dirty_ms = min(s.largest_timestamp_ms for s in dirty)
-    return max_compaction_lag_ms < 2 ** 63 - 1 and now_ms - oldest_dirty_ms > max_compaction_lag_ms
+    return (dirty_ratio(segments, first_dirty_offset, first_uncleanable) >= min_cleanable_dirty_ratio
+            or past_max_compaction_lag(segments, first_dirty_offset, first_uncleanable, now_ms,
+                                       max_compaction_lag_ms))
 
 
 def offset_map(dirty_records: Iterable[RecordSummary]) -> dict[bytes, int]:
@@ -114,6 +131,74 @@ def retains_tombstones(segment: SegmentSummary, horizon_ms: int) -> bool:
     return segment.last_modified_ms > horizon_ms
 
 
-def keep_empty_batch(producer_id: int, last_offset: int, last_batch_of_producer: Mapping[int, int]) -> bool:
-    """Rule 5: an emptied batch stays when it is its producer's last in the log."""
-    return producer_id >= 0 and last_batch_of_producer.get(producer_id) == last_offset
+def keep_empty_batch(producer_id: int, last_offset: int, last_batch_of_producer: Mapping[int, int],
+                     last_of_group: bool = False) -> bool:
+    """Rules 5 and 6: an emptied batch stays when it is its producer's last
+    in the log, or the last batch of its group."""
+    return last_of_group or (producer_id >= 0 and last_batch_of_producer.get(producer_id) == last_offset)
+
+
+# Relative offsets in a segment's index entries are int32s.
+MAX_OFFSET_SPAN = 2**31 - 1
+
+
+def group_segments(segments: Sequence[tuple[int, int, int]], max_bytes: int) -> list[list[int]]:
+    """Rule 6 over (base offset, size in bytes, next offset) of consecutive
+    segments: lists of indexes into `segments`, each a group rewritten as one."""
+    groups: list[list[int]] = []
+    for i, (base, size, next_offset) in enumerate(segments):
+        if groups:
+            group = groups[-1]
+            first_base = segments[group[0]][0]
+            total = sum(segments[j][1] for j in group) + size
+            if total <= max_bytes and next_offset - 1 - first_base <= MAX_OFFSET_SPAN:
+                group.append(i)
+                continue
+        groups.append([i])
+    return groups
+
+
+def first_dirty_offset(checkpointed: int | None, log_start_offset: int, log_end_offset: int) -> int:
+    """Rule 7."""
+    if checkpointed is None or checkpointed > log_end_offset:
+        return log_start_offset
+    return max(checkpointed, log_start_offset)
+
+
+# Kafka's SkimpyOffsetMap: a 16-byte key hash and an 8-byte offset per entry, filled to 90%.
+OFFSET_MAP_ENTRY_BYTES = 24
+OFFSET_MAP_LOAD_FACTOR = 0.9
+
+
+def offset_map_capacity(dedupe_buffer_bytes: int, threads: int) -> int:
+    """Rule 8: how many keys one cleaner thread's offset map may hold."""
+    return max(1, int(dedupe_buffer_bytes / max(threads, 1) * OFFSET_MAP_LOAD_FACTOR) // OFFSET_MAP_ENTRY_BYTES)
+
+
+def dirty_ratio(segments: Sequence[SegmentSummary], first_dirty_offset: int, first_uncleanable: int) -> float:
+    """Dirty bytes over all bytes below the first uncleanable offset (rule 1)."""
+    counted = [s for s in segments if s.base_offset < first_uncleanable]
+    total = sum(s.size_bytes for s in counted)
+    dirty = sum(s.size_bytes for s in counted if s.base_offset >= first_dirty_offset)
+    return dirty / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    name: str                  # topic-partition
+    dirty_ratio: float
+    past_max_lag: bool         # its oldest dirty record is older than max.compaction.lag.ms
+
+
+def choose_log(candidates: Iterable[Candidate]) -> Candidate | None:
+    """Rule 9 among logs already found due."""
+    return max(candidates, key=lambda c: (c.past_max_lag, c.dirty_ratio, c.name), default=None)
+
+
+def past_max_compaction_lag(segments: Sequence[SegmentSummary], first_dirty_offset: int, first_uncleanable: int,
+                            now_ms: int, max_compaction_lag_ms: int) -> bool:
+    """The max.compaction.lag.ms half of rule 1."""
+    dirty = [s for s in segments if first_dirty_offset <= s.base_offset < first_uncleanable]
+    if not dirty or max_compaction_lag_ms >= 2 ** 63 - 1:
+        return False
+    return now_ms - min(s.largest_timestamp_ms for s in dirty) > max_compaction_lag_ms

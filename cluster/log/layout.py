@@ -6,6 +6,7 @@ Each log dir (`log.dirs`):
     recovery-point-offset-checkpoint    offsets below which each log is fsynced
     log-start-offset-checkpoint         each log's log_start_offset
     replication-offset-checkpoint       high watermarks, written for the broker
+    cleaner-offset-checkpoint           each compacted log's first dirty offset (cleaner.py)
     <topic>-<partition>/                one Log (its files: segment.py, leader_epoch.py)
     <topic>-<partition>.<id>-delete/    a deleted log awaiting purge_deleted()
     <topic>-<partition>.<id>-future/    a copy being made of a log in another dir
@@ -30,7 +31,9 @@ LOCK_FILE = ".lock"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
-DIR_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+DIR_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+                   CLEANER_OFFSET_CHECKPOINT)
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 FUTURE_COMPLETE_MARKER = "future-complete"

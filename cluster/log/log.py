@@ -7,9 +7,12 @@ must be in log_append.py, reads in log_read.py, what retention deletes in
 retention.py.
 
 Concurrency: one lock per Log serialises appends, rolls, truncation,
-retention and config changes. Reads take a snapshot under the lock and
-then read files without it (log_read.py). fsyncs run outside the lock, so
-appends continue meanwhile.
+retention, config changes and the cleaner's swap of cleaned segments
+(renames and three directory fsyncs; the cleaning itself reads and writes
+without the lock). Reads take a snapshot under the lock and then read files
+without it (log_read.py): a snapshot taken before a swap keeps reading the
+replaced segments' files. fsyncs run outside the lock, so appends continue
+meanwhile.
 
 Durability: the recovery point is the offset below which every segment,
 the leader-epoch checkpoint and the dir's names are fsynced; after a crash,
@@ -24,6 +27,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.config import LogConfig
@@ -51,9 +55,18 @@ from kafkactl.cluster.log.log_read import (
 from kafkactl.cluster.log.producer_state import ProducerStateManager
 from kafkactl.cluster.log.retention import retained_prefix
 from kafkactl.cluster.log.segment import LogSegment
+from kafkactl.cluster.log.segment_swap import Fault, swap_in_cleaned
 from kafkactl.cluster.protocol.record_batch import BatchHeader
 
 logger = logging.getLogger(__name__)
+
+
+class CleanerView(NamedTuple):
+    segments: tuple[LogSegment, ...]
+    log_start_offset: int
+    log_end_offset: int
+    truncations: int                      # Log.replace_segments refuses a swap after a truncation
+    last_batch_of_producer: dict[int, int]  # producer id -> last offset of its last batch in the log
 
 
 class Log:
@@ -172,7 +185,7 @@ class Log:
         """The headers of a produce payload every batch of which the leader
         accepts (log_append.check_leader_batches). Takes no lock: callers run it
         before theirs, since the record pass is the costly part of an append."""
-        return check_leader_batches(records, self.config)
+        return check_leader_batches(records, self.config, f"{self.topic}-{self.partition}")
 
     def append_as_leader(self, records: Payload, leader_epoch: int,
                          headers: list[BatchHeader] | None = None) -> AppendInfo:
@@ -405,8 +418,45 @@ class Log:
             self._epoch_cache.truncate_from_start(offset)
             return True
 
+    # --- the log cleaner ------------------------------------------------------
+
+    def cleaner_view(self) -> CleanerView:
+        """What a clean starts from, read at one instant (cleaner.py)."""
+        with self._lock:
+            self._ensure_open()
+            last_batches = {pid: entry.batches[-1].last_offset
+                            for pid, entry in self._producer_state.producers.items() if entry.batches}
+            return CleanerView(self._segments, self._log_start_offset, self._log_end_offset, self._truncations,
+                               last_batches)
+
+    def replace_segments(self, old: tuple[LogSegment, ...], cleaned: LogSegment, truncations: int,
+                         fault: Fault | None = None) -> bool:
+        """Put the fsynced `cleaned` segment in place of the group `old`
+        (segment_swap.py's steps), if `old` is still a run of this log's
+        segments below the active one and no truncation happened since
+        the clean's view (`truncations`). False, changing nothing, otherwise."""
+        with self._lock:
+            self._ensure_open()
+            if self._truncations != truncations or old[0] not in self._segments:
+                return False
+            first = self._segments.index(old[0])
+            end = first + len(old)
+            current = self._segments[first:end]
+            if end >= len(self._segments) or len(current) != len(old) or any(
+                    a is not b for a, b in zip(current, old)):
+                return False
+            swap_in_cleaned(self.dir_path, old, cleaned, fault)
+            self._set_segments(self._segments[:first] + (cleaned,) + self._segments[end:])
+            for segment in old:
+                self._delete_later(segment)
+            return True
+
     def _schedule_deletion(self, segment: LogSegment) -> None:
         segment.rename_for_deletion()
+        self._delete_later(segment)
+
+    def _delete_later(self, segment: LogSegment) -> None:
+        """A segment already renamed `.deleted`: unlinked after file.delete.delay.ms."""
         due_ms = self._clock_ms() + self.config.file_delete_delay_ms
         self._pending_deletion.append((due_ms, segment))
         self._attention("purge")

@@ -4,7 +4,8 @@ the leader's offsets and epoch, and when the active segment rolls.
 Rules:
 - a leader accepts a produce payload only if every batch passes
   (check_leader_batches: frame and CRC, then Kafka's LogValidator rules for
-  the records, record_validation.py); nothing is written otherwise. The
+  the records, record_validation.py, including K1: no record without a key
+  on a compacted log); nothing is written otherwise. The
   check takes no lock: the Log runs it before taking its own, since the
   record pass is the costly part of an append;
 - the leader assigns offsets from the log end offset and stamps its epoch in
@@ -57,15 +58,17 @@ class AppendInfo(NamedTuple):
     log_append_time_ms: int = -1  # the broker's timestamp under LogAppendTime, else -1
 
 
-def check_leader_batches(records: Payload, config: LogConfig) -> list[BatchHeader]:
+def check_leader_batches(records: Payload, config: LogConfig, topic_partition: str = "") -> list[BatchHeader]:
     """The headers of a produce payload every batch of which the leader
-    accepts. Raises the record_batch errors (CorruptRecordError,
-    InvalidRecordError, RecordTooLargeError, ...) and
-    record_validation.RecordValidationError."""
+    accepts; on a compacted log (cleanup.policy has compact) every record
+    needs a key, and `topic_partition` names the log in that refusal. Raises
+    the record_batch errors (CorruptRecordError, InvalidRecordError,
+    RecordTooLargeError, ...) and record_validation.RecordValidationError."""
     headers = validate_batches(records, config.max_message_bytes)
     if not headers:
         raise InvalidRecordError("a produce payload needs at least one record batch")
-    validate_produce_records(records, headers, config.message_timestamp_type == LOG_APPEND_TIME)
+    validate_produce_records(records, headers, config.message_timestamp_type == LOG_APPEND_TIME,
+                             topic_partition if config.compact else None)
     return headers
 
 

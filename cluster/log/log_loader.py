@@ -9,6 +9,8 @@ partitions must not pay milliseconds of fsync for each. Its first flush
 makes the dir and its files durable (`created` tells the Log so).
 
 An existing dir, in this order:
+0. a swap of cleaned segments a crash interrupted is finished or undone
+   (segment_swap.settle_swaps);
 1. leftovers go: `.deleted` segments not yet purged, `.tmp` checkpoint
    writes, index files whose `.log` is gone;
 2. after an unclean shutdown every segment holding offsets at or above the
@@ -46,6 +48,7 @@ from kafkactl.cluster.log.segment import (
     parse_segment_file_name,
     segment_file_name,
 )
+from kafkactl.cluster.log.segment_swap import settle_swaps
 from kafkactl.cluster.protocol.record_batch import BatchHeader
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,7 @@ def open_partition_dir(dir_path: str, config: LogConfig, now: int, recovery_poin
     created or recovered."""
     if not os.path.isdir(dir_path):
         return _create(dir_path, config, now, max(log_start_offset or 0, 0))
+    settle_swaps(dir_path)
     base_offsets = _remove_leftovers(dir_path)
     epoch_starts: list[EpochEntry] = []
     segments = _load_segments(dir_path, config, base_offsets, recovery_point, clean_shutdown,

@@ -8,7 +8,11 @@ Rules:
   that large without them;
 - a segment wholly below the log start offset (moved by DeleteRecords)
   goes;
-- -1 turns a limit off.
+- -1 turns a limit off;
+- retention.ms and retention.bytes apply only with cleanup.policy delete
+  (alone or with compact): a compact-only log loses old records to its
+  cleaner alone. The log start offset applies whatever the policy, as in
+  Kafka (DeleteRecords works on compacted topics too).
 The Log then deletes the prefix (renamed `.deleted`, unlinked after
 file.delete.delay.ms) and moves its log start offset to the new first
 segment. Pure: no lock, no file is touched.
@@ -27,10 +31,10 @@ def retained_prefix(segments: Sequence[LogSegment], base_offsets: Sequence[int],
     """How many of the oldest `segments` retention deletes at `now`."""
     candidates = segments[:-1]
     count = 0
-    if config.retention_ms >= 0:
+    if config.retention_ms >= 0 and config.delete:
         while count < len(candidates) and now - candidates[count].largest_timestamp_ms() > config.retention_ms:
             count += 1
-    if config.retention_bytes >= 0:
+    if config.retention_bytes >= 0 and config.delete:
         excess = sum(s.size_bytes for s in segments[count:]) - config.retention_bytes
         while count < len(candidates) and excess >= candidates[count].size_bytes:
             excess -= candidates[count].size_bytes

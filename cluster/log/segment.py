@@ -7,6 +7,10 @@ the two index files are described in index.py and time_index.py.
 A segment does not lock: the Log serialises appends, truncation and
 deletion, and readers pass `max_position`, a size snapshot taken under the
 Log's lock, so they never look at bytes an append is still writing.
+
+A segment's three files may carry one more suffix, the same on all three:
+`.cleaned` and `.swap` while the log cleaner replaces segments
+(segment_swap.py), `.deleted` once it is scheduled for deletion.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 NO_OFFSET_LIMIT = 2**63 - 1
 
 
@@ -109,10 +116,11 @@ class SegmentSlice(NamedTuple):
 
 class LogSegment:
     def __init__(self, dir_path: str, base_offset: int, config: LogConfig, now_ms: int,
-                 offset_index: OffsetIndex, time_index: TimeIndex) -> None:
+                 offset_index: OffsetIndex, time_index: TimeIndex, file_suffix: str = "") -> None:
         invariant(config.segment_bytes <= INT32_MAX, "segment.bytes must fit an int32 position")
         self.dir_path = dir_path
         self.base_offset = base_offset
+        self.file_suffix = file_suffix   # "", or `.cleaned`, `.swap`, `.deleted` (module doc)
         self.file = SegmentFile(self._path(LOG_SUFFIX))
         self.offset_index = offset_index
         self.time_index = time_index
@@ -137,6 +145,17 @@ class LogSegment:
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             remove_if_present(os.path.join(dir_path, segment_file_name(base_offset, suffix)))
         return cls._with_empty_indexes(dir_path, base_offset, config, now_ms)
+
+    @classmethod
+    def create_cleaned(cls, dir_path: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+        """A new, empty segment written as `<base>.log.cleaned` and its indexes
+        (the log cleaner's output); leftovers of an earlier attempt go first."""
+        paths = [os.path.join(dir_path, segment_file_name(base_offset, suffix) + CLEANED_SUFFIX)
+                 for suffix in SEGMENT_SUFFIXES]
+        for path in paths:
+            remove_if_present(path)
+        return cls(dir_path, base_offset, config, now_ms, OffsetIndex(paths[1], base_offset, config.segment_index_bytes),
+                   TimeIndex(paths[2], base_offset, config.segment_index_bytes), file_suffix=CLEANED_SUFFIX)
 
     @classmethod
     def open_existing(cls, dir_path: str, base_offset: int, config: LogConfig, now_ms: int,
@@ -457,24 +476,35 @@ class LogSegment:
         self.deleted = True
         self.offset_index.release()
         self.time_index.release()
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            path = self._path(suffix)
+        self.change_file_suffix(DELETED_SUFFIX)
+
+    def change_file_suffix(self, file_suffix: str) -> None:
+        """Rename the three files to carry `file_suffix` instead of the current
+        one; the index files first, the `.log` last, so the `.log`'s name says
+        how far a rename got (segment_swap.py). Not durable by itself; an
+        index file already gone is no error (the loader rebuilds it)."""
+        old = [self._path(suffix) for suffix in SEGMENT_SUFFIXES]
+        self.file_suffix = file_suffix
+        for suffix, path in zip(SEGMENT_SUFFIXES[1:], old[1:]):
             if os.path.exists(path):
-                os.rename(path, path + DELETED_SUFFIX)
-        os.rename(self.file.path, self.file.path + DELETED_SUFFIX)
-        self.file.path += DELETED_SUFFIX
+                os.rename(path, self._path(suffix))
+        os.rename(old[0], self._path(LOG_SUFFIX))
+        self._follow_paths()
 
     def delete_files(self) -> None:
-        """Unlink the `.deleted` files; the descriptor closes with its last holder."""
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            remove_if_present(self._path(suffix) + (DELETED_SUFFIX if self.deleted else ""))
+        """Unlink the segment's files; the descriptor closes with its last holder."""
+        for suffix in SEGMENT_SUFFIXES:
+            remove_if_present(self._path(suffix))
 
     def _path(self, suffix: str) -> str:
-        return os.path.join(self.dir_path, segment_file_name(self.base_offset, suffix))
+        return os.path.join(self.dir_path, segment_file_name(self.base_offset, suffix) + self.file_suffix)
 
     def relocate(self, dir_path: str) -> None:
         """The partition's directory was renamed: open files stay valid; paths follow."""
         self.dir_path = dir_path
+        self._follow_paths()
+
+    def _follow_paths(self) -> None:
         self.file.path = self._path(LOG_SUFFIX)
         self.offset_index.relocate(self._path(INDEX_SUFFIX))
         self.time_index.relocate(self._path(TIME_INDEX_SUFFIX))

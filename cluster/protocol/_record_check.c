@@ -5,11 +5,15 @@
  * read by read (tests/unit/cluster/protocol/test_record_check_native.py
  * compares the two on every unit-test batch and on random mutations).
  *
- *   check_records(data, record_count) -> None | (record_index, detail)
+ *   check_records(data, record_count, refuse_null_key=False) -> None | (record_index, detail)
  *
  * data: any C-contiguous buffer (bytes, bytearray, memoryview), read in place.
  * detail is the reference's message after "batch B: record I: "; record_index
  * -1 means the batch-level P2 failure "N bytes after the last of its ...".
+ * With refuse_null_key (a compacted topic, rule K1), a payload that passes
+ * every other rule but holds a record with a null key answers
+ * (index of the first such record, "key is null"): every other failure is
+ * reported first, as Kafka's reader throws on those before its key check.
  *
  * This is the leader's gate for untrusted bytes, so:
  * - every read goes through read_varint or is preceded by a test against the
@@ -34,7 +38,7 @@
 enum verdict {
     VALID, PAST_END, TOO_LONG, TOO_WIDE, BAD_LENGTH, BAD_OFFSET_DELTA, NEGATIVE_KEY,
     NEGATIVE_VALUE, FIELDS_PAST_RECORD, BAD_HEADER_COUNT, HEADER_OUTSIDE, NULL_HEADER_KEY,
-    FIELDS_END, TRAILING
+    FIELDS_END, TRAILING, NULL_KEY
 };
 
 /* The field being read, for the message; order matches FIELD_NAMES. */
@@ -51,6 +55,9 @@ typedef struct {
     Py_ssize_t index, record_start, record_end;
     int64_t header, value;
     enum field field;
+    /* K1: refuse null keys; how many were seen and the first one's index */
+    int refuse_null_key;
+    Py_ssize_t null_keys, first_null_key;
 } walk;
 
 static inline int64_t zigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
@@ -133,6 +140,8 @@ static enum verdict walk_records(walk *w, Py_ssize_t record_count)
         else if (u != 1) {
             w->value = zigzag(u);
             return NEGATIVE_KEY;
+        } else if (w->refuse_null_key && w->null_keys++ == 0) {
+            w->first_null_key = index;   /* K1, reported once the walk found nothing worse */
         }
         w->field = F_VALUE;
         if ((v = read_varint(w, 5, &u)) != VALID)
@@ -177,7 +186,9 @@ static enum verdict walk_records(walk *w, Py_ssize_t record_count)
         if (w->pos != w->record_end)   /* R6 */
             return FIELDS_END;
     }
-    return w->pos == w->end ? VALID : TRAILING;   /* P2 */
+    if (w->pos != w->end)
+        return TRAILING;   /* P2 */
+    return w->null_keys ? NULL_KEY : VALID;
 }
 
 /* The reference's message for a failed walk (after "batch B: record I: "). */
@@ -234,6 +245,10 @@ static PyObject *failure(const walk *w, enum verdict v, Py_ssize_t record_count)
         snprintf(text, sizeof text, "fields end at byte %+zd from the record's declared length",
                  w->pos - w->record_end);
         break;
+    case NULL_KEY:
+        snprintf(text, sizeof text, "key is null");
+        index = w->first_null_key;
+        break;
     case TRAILING:
         snprintf(text, sizeof text, "%zd bytes after the last of its %zd records", w->end - w->pos, record_count);
         index = -1;
@@ -249,9 +264,10 @@ static PyObject *check_records(PyObject *Py_UNUSED(module), PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t record_count;
-    if (!PyArg_ParseTuple(args, "y*n:check_records", &view, &record_count))
+    int refuse_null_key = 0;
+    if (!PyArg_ParseTuple(args, "y*n|p:check_records", &view, &record_count, &refuse_null_key))
         return NULL;   /* y*: any C-contiguous buffer, held until PyBuffer_Release */
-    walk w = {.data = view.buf, .end = view.len};
+    walk w = {.data = view.buf, .end = view.len, .refuse_null_key = refuse_null_key};
     enum verdict v;
     if (view.len >= RELEASE_GIL_BYTES) {
         /* The buffer stays exported until PyBuffer_Release, so it cannot be
@@ -270,8 +286,9 @@ static PyObject *check_records(PyObject *Py_UNUSED(module), PyObject *args)
 
 static PyMethodDef methods[] = {
     {"check_records", check_records, METH_VARARGS,
-     "check_records(data, record_count) -> None | (record_index, detail): rules R1-R6 and P2 of\n"
-     "record_validation over an uncompressed records payload; record_index -1 for bytes after the last record."},
+     "check_records(data, record_count, refuse_null_key=False) -> None | (record_index, detail): rules\n"
+     "R1-R6, P2 (and K1 with refuse_null_key) of record_validation over an uncompressed records payload;\n"
+     "record_index -1 for bytes after the last record."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -58,6 +58,12 @@ Payload (`check_records`), after decompression for gzip, snappy, lz4, zstd
      the record.
   R6 the fields end exactly at the record's declared length.
   The record attributes byte is unused in v2; Kafka reads and ignores it.
+  K1 on a compacted topic (cleanup.policy has compact) every record has a
+     key: "Compacted topic cannot accept message without key in topic
+     partition <tp>." -> INVALID_RECORD with one record error per keyless
+     record, as Kafka's LogValidator collects them. Checked after R1-R6 and
+     P2 (a malformed payload is named as such first); the cleaner could not
+     keep a record without a key (compaction.py).
   Every R failure -> INVALID_RECORD with one record error naming the record
   (index i, Kafka's `batch_index`, which is the record's index within the
   batch) and the field; Kafka's reader throws these without record errors,
@@ -147,8 +153,10 @@ def _invalid_record(batch_index: int, record_index: int, detail: str) -> RecordV
 
 # --- entry points ----------------------------------------------------------------
 
-def validate_produce_records(records, headers, log_append_time_topic: bool) -> None:
-    """B2-B5, P1, P2 and R1-R6 for every batch of a partition's payload.
+def validate_produce_records(records, headers, log_append_time_topic: bool,
+                             compacted_topic_partition: str | None = None) -> None:
+    """B2-B5, P1, P2, R1-R6 (and K1 when `compacted_topic_partition`, the
+    topic-partition's name, is given) for every batch of a partition's payload.
 
     `headers` are validate_batches' (contiguous from position 0 of
     `records`). Raises RecordValidationError on the first refusal.
@@ -159,7 +167,7 @@ def validate_produce_records(records, headers, log_append_time_topic: bool) -> N
         end = position + header.size_bytes
         check_batch_attributes(header, batch_index, log_append_time_topic)
         data = uncompressed_records(header.attributes & 0x07, view[position + _HEADER_SIZE:end], batch_index)
-        check_records(data, header.record_count, batch_index)
+        check_records(data, header.record_count, batch_index, compacted_topic_partition)
         position = end
 
 
@@ -227,22 +235,56 @@ def uncompressed_records(codec: int, payload, batch_index: int, limit: int = MAX
     return data
 
 
-def check_records(data, record_count: int, batch_index: int) -> None:
-    """P2 and R1-R6: `data` (a bytes-like buffer) holds exactly `record_count` valid records.
+def check_records(data, record_count: int, batch_index: int, compacted_topic_partition: str | None = None) -> None:
+    """P2 and R1-R6: `data` (a bytes-like buffer) holds exactly `record_count` valid records;
+    and K1 when `compacted_topic_partition` names the topic-partition.
 
     The C walk (_record_check.c); raises what check_records_reference raises."""
-    failure = _native_walk(data, record_count)
+    if compacted_topic_partition is None:
+        failure = _native_walk(data, record_count)
+    else:
+        failure = _native_walk(data, record_count, True)
     if failure is not None:
         index, detail = failure
         if index < 0:   # P2: bytes after the last record, a batch-level error
             raise RecordValidationError(INVALID_RECORD, f"batch {batch_index}: {detail}")
+        if detail == NULL_KEY_DETAIL:
+            raise _keyless_records(data, record_count, compacted_topic_partition or "")
         raise _invalid_record(batch_index, index, detail)
+
+
+NULL_KEY_DETAIL = "key is null"   # the C walk's K1 answer
+
+
+def _keyless_records(data, record_count: int, topic_partition: str) -> RecordValidationError:
+    """K1's refusal, naming every record without a key. Runs only on a
+    payload the walk found well formed, so the reads here stay within it
+    (a copy: any buffer kind; a refusal's cost does not matter)."""
+    message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}."
+    return RecordValidationError(INVALID_RECORD, message, tuple(
+        RecordError(index, message) for index in null_key_indexes(bytes(data), record_count)))
+
+
+def null_key_indexes(data, record_count: int) -> list[int]:
+    """The indexes of the records without a key in a well-formed records payload."""
+    found = []
+    position = 0
+    for index in range(record_count):
+        length, position = _varint(data, position, 5, 0, index, "length")
+        record_end = position + length
+        position = _varint(data, position + 1, 10, 0, index, "timestampDelta")[1]   # after attributes
+        position = _varint(data, position, 5, 0, index, "offsetDelta")[1]
+        if _varint(data, position, 5, 0, index, "key length")[0] < 0:
+            found.append(index)
+        position = record_end
+    return found
 
 
 _native_walk = _record_check.check_records
 
 
-def check_records_reference(data, record_count: int, batch_index: int) -> None:
+def check_records_reference(data, record_count: int, batch_index: int,
+                            compacted_topic_partition: str | None = None) -> None:
     """check_records in Python: the specification the C walk follows.
 
     One pass. Measured hot path (docs/benchmarks.md): varints of one and
@@ -254,6 +296,7 @@ def check_records_reference(data, record_count: int, batch_index: int) -> None:
     """
     end = len(data)
     position = record_start = index = 0
+    null_keys = 0
     try:
         for index in range(record_count):
             record_start = position
@@ -307,6 +350,8 @@ def check_records_reference(data, record_count: int, batch_index: int) -> None:
             elif unsigned != 1:
                 raise _invalid_record(batch_index, index, f"key length {-(unsigned + 1) >> 1} is negative "
                                       "and not -1 (null)")
+            else:
+                null_keys += 1
             # value: length (-1 null) and bytes
             byte = data[position]
             if byte < 0x80:
@@ -342,6 +387,8 @@ def check_records_reference(data, record_count: int, batch_index: int) -> None:
         raise RecordValidationError(
             INVALID_RECORD, f"batch {batch_index}: {end - position} bytes after the last of its "
             f"{record_count} records")
+    if null_keys and compacted_topic_partition is not None:
+        raise _keyless_records(data, record_count, compacted_topic_partition)
 
 
 def _skip_bytes(data, position: int, record_end: int, batch_index: int, index: int,

@@ -1,9 +1,12 @@
 """What a clean of a compacted log keeps (cluster/log/compaction.py), with
 literal logs."""
 
+import pytest
+
 from kafkactl.cluster.log.compaction import (
-    RecordSummary, SegmentSummary, cleanable, delete_horizon_ms, first_uncleanable_offset, keep_empty_batch,
-    offset_map, retains_tombstones, survives,
+    Candidate, RecordSummary, SegmentSummary, choose_log, cleanable, delete_horizon_ms, dirty_ratio,
+    first_dirty_offset, first_uncleanable_offset, group_segments, keep_empty_batch, offset_map,
+    offset_map_capacity, retains_tombstones, survives,
 )
 
 NOW = 1_000_000_000
@@ -20,7 +23,9 @@ def rec(offset, key, tombstone=False):
 def test_nothing_at_or_above_the_active_segment_or_the_high_watermark_is_cleaned():
     segments = [seg(0), seg(10), seg(20)]
     assert first_uncleanable_offset(20, 100, segments, NOW, 0) == 20
-    assert first_uncleanable_offset(20, 15, segments, NOW, 0) == 15
+    # the high watermark inside segment 10: that segment waits, whole
+    assert first_uncleanable_offset(20, 15, segments, NOW, 0) == 10
+    assert first_uncleanable_offset(20, 10, segments, NOW, 0) == 10
 
 
 def test_segments_younger_than_the_compaction_lag_wait():
@@ -86,3 +91,41 @@ def test_an_emptied_batch_stays_when_it_is_its_producers_last():
     assert keep_empty_batch(7, 41, last)
     assert not keep_empty_batch(7, 30, last)
     assert not keep_empty_batch(-1, 41, last)          # not an idempotent producer's
+
+
+def test_the_last_batch_of_a_group_always_stays_so_the_group_keeps_its_end():
+    assert keep_empty_batch(-1, 41, {}, last_of_group=True)
+    assert not keep_empty_batch(-1, 41, {}, last_of_group=False)
+
+
+def test_segments_are_grouped_up_to_segment_bytes_and_one_index_span():
+    segments = [(0, 400, 10), (10, 400, 20), (20, 300, 30), (30, 900, 40), (40, 100, 50)]
+    assert group_segments(segments, max_bytes=1000) == [[0, 1], [2], [3, 4]]
+    assert group_segments(segments, max_bytes=100) == [[0], [1], [2], [3], [4]]
+    wide = [(0, 1, 10), (10, 1, 2**31 + 5)]          # the second ends beyond an int32 from 0
+    assert group_segments(wide, max_bytes=1000) == [[0], [1]]
+
+
+@pytest.mark.parametrize("checkpointed, expected", [
+    (None, 5),        # never cleaned: from the log start
+    (3, 5),           # below the log start offset (retention or DeleteRecords moved it)
+    (40, 40),
+    (101, 5),         # beyond the log end: truncated, or a new log of the same name
+])
+def test_the_first_dirty_offset(checkpointed, expected):
+    assert first_dirty_offset(checkpointed, log_start_offset=5, log_end_offset=100) == expected
+
+
+def test_the_offset_map_capacity_is_kafkas_24_bytes_a_key_at_90_percent_per_thread():
+    assert offset_map_capacity(128 * 1024 * 1024, 1) == 5_033_164
+    assert offset_map_capacity(128 * 1024 * 1024, 2) == 2_516_582
+
+
+def test_the_log_past_its_max_lag_goes_first_then_the_dirtiest():
+    segments = [seg(0, size=300), seg(10, size=100), seg(20)]
+    assert dirty_ratio(segments, 10, 20) == 0.25
+    assert dirty_ratio(segments, 20, 20) == 0.0
+    a, b, c = Candidate("a-0", 0.9, False), Candidate("b-0", 0.6, False), Candidate("c-0", 0.1, True)
+    assert choose_log([a, b]) == a
+    assert choose_log([a, b, c]) == c
+    assert choose_log([]) is None

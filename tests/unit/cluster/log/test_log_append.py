@@ -192,3 +192,19 @@ def test_follower_append_from_a_view_records_the_batches_epochs(open_log, make_b
     log.flush()
     with open(os.path.join(partition_dir, "leader-epoch-checkpoint")) as file:
         assert file.read().split("\n")[2:4] == ["1 0", "4 2"]
+
+
+def test_a_compacted_log_refuses_a_payload_with_a_keyless_record_and_writes_nothing(open_log):
+    from kafkactl.cluster.protocol.record_batch import build_batch
+    from kafkactl.cluster.protocol.record_validation import RecordValidationError
+
+    log = open_log(LogConfig(cleanup_policy="compact,delete"))
+    keyless = build_batch([(b"k", b"v", None, 0), (None, b"v", None, 0)])
+    with pytest.raises(RecordValidationError) as caught:
+        log.append_as_leader(keyless, 0)
+    assert caught.value.error_code == 87
+    assert str(caught.value) == "Compacted topic cannot accept message without key in topic partition orders-0."
+    assert [e.batch_index for e in caught.value.record_errors] == [1]
+    assert log.log_end_offset == 0
+    log.append_as_leader(build_batch([(b"k", None, None, 0)]), 0)   # a tombstone has its key
+    assert log.log_end_offset == 1

@@ -64,3 +64,22 @@ def test_deleted_segments_stay_readable_until_purged(open_log, make_batch, clock
     assert not any(n.endswith(".deleted") for n in os.listdir(log.dir_path))
     assert offsets_of(in_flight) == [0, 1, 2, 3]  # the open file outlives its name
     os.fstat(in_flight.region.file.fileno())
+
+
+@pytest.mark.parametrize("policy, deleted", [("compact", 0), ("compact,delete", 2), ("delete", 2)])
+def test_only_the_delete_policy_deletes_by_time_and_size(open_log, make_batch, clock, policy, deleted):
+    batch_size = len(make_batch(2))
+    log = open_log(LogConfig(segment_bytes=batch_size * 2, retention_ms=10_000, retention_bytes=batch_size * 4,
+                             cleanup_policy=policy))
+    for age in (30_000, 29_000, 20_000, 19_000, 1_000):
+        log.append_as_leader(make_batch(2, timestamp_ms=clock.now_ms - age), 0)
+    assert log.delete_retained_segments() == deleted
+
+
+def test_the_log_start_offset_deletes_segments_of_a_compacted_log_too(open_log, make_batch):
+    batch_size = len(make_batch(2))
+    log = open_log(LogConfig(segment_bytes=batch_size * 2, cleanup_policy="compact"))
+    for _ in range(5):
+        log.append_as_leader(make_batch(2), 0)
+    log.maybe_increment_log_start_offset(5)
+    assert log.delete_retained_segments() == 1

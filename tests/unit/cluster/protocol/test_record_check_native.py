@@ -30,9 +30,9 @@ THIS = "tests/unit/cluster/protocol/test_record_check_native.py"
 BASE_TIMESTAMP = 1_700_000_000_000
 
 
-def outcome(check, data, record_count: int):
+def outcome(check, data, record_count: int, compacted: str | None = None):
     try:
-        check(data, record_count, 3)
+        check(data, record_count, 3, compacted)
     except RecordValidationError as error:
         return error.error_code, str(error), error.record_errors
     return None
@@ -170,14 +170,15 @@ def mutate(seed: int) -> tuple[bytes, int, list[str]]:
     return bytes(data), count, done
 
 
-def test_random_mutations_agree_with_the_reference():
+@pytest.mark.parametrize("compacted", [None, "t-0"])   # K1: null keys refused on a compacted topic
+def test_random_mutations_agree_with_the_reference(compacted):
     seeds = ([int(s) for s in os.environ[SEEDS_ENV].split(",")] if os.environ.get(SEEDS_ENV)
              else range(MUTATIONS))
     failures, refused = [], 0
     for seed in seeds:
         data, count, done = mutate(seed)
-        expected = outcome(check_records_reference, data, count)
-        got = outcome(record_validation.check_records, exact_buffer(data), count)
+        expected = outcome(check_records_reference, data, count, compacted)
+        got = outcome(record_validation.check_records, exact_buffer(data), count, compacted)
         refused += expected is not None
         if got != expected:
             failures.append(f"seed {seed} ({', '.join(done)}): native {got!r} != reference {expected!r}\n"

@@ -42,10 +42,10 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 BASE_TIMESTAMP = 1_700_000_000_000
 
 
-def outcome(check, data, record_count: int, batch_index: int):
+def outcome(check, data, record_count: int, batch_index: int, compacted_topic_partition: str | None = None):
     """What a record pass says: None, or the refusal's code, message and record errors."""
     try:
-        check(data, record_count, batch_index)
+        check(data, record_count, batch_index, compacted_topic_partition)
     except RecordValidationError as error:
         return error.error_code, str(error), error.record_errors
     return None
@@ -57,11 +57,12 @@ def both_walkers(monkeypatch):
     native = record_validation.check_records
     calls = []
 
-    def both(data, record_count, batch_index):
-        expected = outcome(record_validation.check_records_reference, data, record_count, batch_index)
-        assert outcome(native, data, record_count, batch_index) == expected
+    def both(data, record_count, batch_index, compacted_topic_partition=None):
+        args = (data, record_count, batch_index, compacted_topic_partition)
+        expected = outcome(record_validation.check_records_reference, *args)
+        assert outcome(native, *args) == expected
         calls.append(expected)
-        native(data, record_count, batch_index)
+        native(*args)
 
     monkeypatch.setattr(record_validation, "check_records", both)
     yield calls
@@ -439,3 +440,35 @@ def test_header_key_null_in_a_two_byte_varint():
     fields = body(0, headers=()).removesuffix(varint(0)) + varint(1) + b"\x81\x00" + field(b"v")
     data = raw_batch(varint(len(fields)) + fields, 1)
     assert_invalid_record(data, "header 0 key is null", record_index=0)
+
+
+# --- K1: keys on a compacted topic ---------------------------------------------------------
+
+KAFKA_KEYLESS = "Compacted topic cannot accept message without key in topic partition orders-3."
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_compacted_topic_refuses_keyless_records_naming_each_as_kafka_does(codec):
+    payload = record(0, key=b"a") + record(1, key=None) + record(2, key=b"") + record(3, key=None, value=None)
+    data = raw_batch(payload, 4, codec=codec)
+    accept(data)   # any other topic takes them
+    with pytest.raises(RecordValidationError) as caught:
+        validate_produce_records(data, validate_batches(data, 1 << 30), False, "orders-3")
+    error = caught.value
+    assert error.error_code == INVALID_RECORD and str(error) == KAFKA_KEYLESS
+    # an empty key is a key; the tombstone without a key is refused too
+    assert [(e.batch_index, e.message) for e in error.record_errors] == [(1, KAFKA_KEYLESS), (3, KAFKA_KEYLESS)]
+
+
+def test_a_compacted_topic_takes_keyed_records_and_tombstones():
+    data = raw_batch(record(0, key=b"a") + record(1, key=b"a", value=None), 2)
+    validate_produce_records(data, validate_batches(data, 1 << 30), False, "orders-3")
+
+
+def test_a_malformed_record_is_named_before_a_missing_key():
+    fields = body(1, key=None) + b"\x00\x00"   # two bytes more than the fields: R6
+    data = raw_batch(record(0, key=None) + varint(len(fields) - 2) + fields, 2)
+    headers = validate_batches(data, 1 << 30)
+    with pytest.raises(RecordValidationError) as caught:
+        validate_produce_records(data, headers, False, "orders-3")
+    assert "Compacted" not in str(caught.value)
