@@ -76,6 +76,10 @@ class GroupAdmin:
     def __exit__(self, *_) -> None:
         self.close()
 
+    def coordinator_of(self, group: str) -> BrokerAddress | None:
+        """The coordinator last found for `group` (None before any request about it)."""
+        return self._coordinators.get(group)
+
     # --- the group APIs ---------------------------------------------------------------------
 
     def list_groups(self) -> tuple[list[gp.ListedGroup], dict[int, str]]:
