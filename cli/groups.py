@@ -30,18 +30,10 @@ def complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
         from kafkactl.cluster.admin.group_queries import GroupAdmin
         from kafkactl.cluster.admin.topics import live_brokers
 
-        from kafkactl.cli.common import connect_zookeeper
-        from kafkactl.cli.config import resolve_zookeeper
-        from kafkactl.cli.options import SharedOptions
+        from kafkactl.cli.common import completion_zookeeper
 
-        root = ctx.find_root().params
-        options = SharedOptions(zookeeper=root.get("zookeeper"), context=root.get("context"))
-        client = connect_zookeeper(resolve_zookeeper(options).zookeeper, COMPLETION_TIMEOUT_S)
-        try:
+        with completion_zookeeper(ctx, COMPLETION_TIMEOUT_S) as client:
             brokers = [BrokerAddress(b.broker_id, b.host, b.port) for b in live_brokers(client, COMPLETION_TIMEOUT_S)]
-        finally:
-            client.stop()
-            client.close()
         with GroupAdmin(brokers, COMPLETION_TIMEOUT_S) as admin:
             groups, _ = admin.list_groups()
     except Exception:  # noqa: BLE001 - completion must never print an error into the shell

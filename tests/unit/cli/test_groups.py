@@ -249,3 +249,14 @@ def test_a_bad_plan_file_names_its_line(cluster, capsys, tmp_path):
 def test_a_topic_that_does_not_exist_is_refused(cluster, capsys):
     code, _, err = run(capsys, "groups", "reset-offsets", "app", "--topic", "nope", "--to-earliest")
     assert code == 2 and "'nope': topic does not exist" in one_line(err) and cluster.commits == []
+
+
+def test_group_names_complete_from_the_brokers(cluster, monkeypatch, capsys):
+    cluster.group("billing")
+    cluster.group("audit")
+    monkeypatch.setenv("_KAFKACTL_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", "kafkactl groups describe bi")
+    monkeypatch.setenv("COMP_CWORD", "3")
+    code = main(["groups", "describe"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.split() == ["billing"] and err == ""
