@@ -31,6 +31,7 @@ from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.zk_agent import ZkAgent
 from kafkactl.cluster.controller.context import ControllerConfig
 from kafkactl.cluster.controller.controller import Controller
+from kafkactl.cluster.coordinator.coordinator import GroupCoordinator
 from kafkactl.cluster.log.manager import LogDir, LogManager
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,10 @@ class Broker:
                                              config.min_incremental_fetch_session_eviction_ms, clock_ms,
                                              changes=self.replica_manager.changes),
         )
+        # Listens for __consumer_offsets leadership from its start (before the
+        # first LeaderAndIsr can arrive), so no partition is missed.
+        self.group_coordinator = GroupCoordinator(config, self.replica_manager, self.metadata, clock_ms)
+        self.services.group_coordinator = self.group_coordinator
         listener = config.listeners[0]
         self.broker_hosts = BrokerHosts(config, self.metadata)
         self.server = SocketServer(
@@ -157,6 +162,7 @@ class Broker:
         # next failover then finds the follower and partition states frozen.
         gc.freeze()
         self.replica_manager.after_large_change = gc.freeze
+        self.group_coordinator.start()
         self.server.start()
         self._start_metrics_server()
         self.zk_agent.start()
@@ -192,6 +198,7 @@ class Broker:
             controlled_shutdown(self.config, self.metadata, self.zk_agent.broker_epoch)
         self._stopping.set()
         self.server.stop()
+        self.group_coordinator.stop()
         # No fetch proposes an ISR change any more; ZooKeeper is closed below.
         self.replica_manager.isr_writer.stop()
         if self.metrics_server is not None:

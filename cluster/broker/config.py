@@ -87,6 +87,18 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300
     delete_topic_enable: bool = True
+    # The group coordinator (cluster/coordinator/), Kafka's names and defaults.
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000      # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600000
+    offsets_commit_timeout_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2**31 - 1
 
     def default_log_config(self) -> LogConfig:
         return LogConfig(
@@ -287,6 +299,17 @@ _KEYS: dict[str, _Key] = {
     "leader.imbalance.check.interval.seconds": _Key("leader_imbalance_check_interval_seconds", parse_int, _at_least(1)),
     "delete.topic.enable": _Key("delete_topic_enable", _bool),
     "metrics.port": _Key("metrics_port", parse_int, _metrics_port),
+    "offsets.topic.num.partitions": _Key("offsets_topic_num_partitions", parse_int, _at_least(1)),
+    "offsets.topic.replication.factor": _Key("offsets_topic_replication_factor", parse_int, _at_least(1)),
+    "offsets.topic.segment.bytes": _Key("offsets_topic_segment_bytes", parse_int, _at_least(14)),
+    "offsets.retention.minutes": _Key("offsets_retention_ms", parse_int, _at_least(1), 60 * 1000),
+    "offsets.retention.check.interval.ms": _Key("offsets_retention_check_interval_ms", parse_int, _at_least(1)),
+    "offsets.commit.timeout.ms": _Key("offsets_commit_timeout_ms", parse_int, _at_least(1)),
+    "offset.metadata.max.bytes": _Key("offset_metadata_max_bytes", parse_int, _at_least(0)),
+    "group.min.session.timeout.ms": _Key("group_min_session_timeout_ms", parse_int, _at_least(0)),
+    "group.max.session.timeout.ms": _Key("group_max_session_timeout_ms", parse_int, _at_least(0)),
+    "group.initial.rebalance.delay.ms": _Key("group_initial_rebalance_delay_ms", parse_int, _at_least(0)),
+    "group.max.size": _Key("group_max_size", parse_int, _at_least(1)),
 }
 
 # Kafka keys this broker accepts without acting on them (they tune Kafka's
@@ -294,9 +317,8 @@ _KEYS: dict[str, _Key] = {
 _ACCEPTED_UNUSED = frozenset({
     "num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-    "offsets.topic.replication.factor", "offsets.topic.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms", "num.replica.fetchers", "controller.socket.timeout.ms",
+    "num.replica.fetchers", "controller.socket.timeout.ms",
     "zookeeper.max.in.flight.requests", "compression.type", "log.cleanup.policy",
     "log.cleaner.enable", "inter.broker.listener.name", "listener.security.protocol.map",
     "broker.id.generation.enable", "reserved.broker.max.id",

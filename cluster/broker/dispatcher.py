@@ -16,15 +16,25 @@ import time
 from kafkactl.cluster.broker.handlers import (
     alter_replica_log_dirs,
     api_versions,
+    delete_groups,
     describe_configs,
+    describe_groups,
     describe_log_dirs,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
     unsupported_version,
 )
 from kafkactl.cluster.broker.handlers import control as control_handlers
@@ -47,7 +57,21 @@ HANDLERS = {
     apis.DESCRIBE_CONFIGS: describe_configs.handle,
     apis.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
     apis.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs.handle,
+    apis.OFFSET_COMMIT: offset_commit.handle,
+    apis.OFFSET_FETCH: offset_fetch.handle,
+    apis.JOIN_GROUP: join_group.handle,
+    apis.HEARTBEAT: heartbeat.handle,
+    apis.LEAVE_GROUP: leave_group.handle,
+    apis.SYNC_GROUP: sync_group.handle,
+    apis.DESCRIBE_GROUPS: describe_groups.handle,
+    apis.LIST_GROUPS: list_groups.handle,
+    apis.DELETE_GROUPS: delete_groups.handle,
+    apis.OFFSET_DELETE: offset_delete.handle,
 }
+
+# Handlers that are also told the client's address (JoinGroup records it as
+# the member's client host, shown by DescribeGroups).
+WITH_CLIENT_HOST = frozenset({apis.JOIN_GROUP})
 
 
 CONTROL_HANDLERS = {
@@ -63,7 +87,7 @@ class Dispatcher:
         self.services = services
         self.requests = services.metrics.requests
 
-    def dispatch(self, frame: bytes) -> bytes | SplicedResponse | DeferredResponse | None:
+    def dispatch(self, frame: bytes, client_ip: str = "") -> bytes | SplicedResponse | DeferredResponse | None:
         """The response to send, None for none, or a DeferredResponse to
         finish later; FrameError closes the connection.
 
@@ -73,7 +97,7 @@ class Dispatcher:
         api_key, api_version, correlation_id = peek_api(frame)
         stats = self.requests.stats(api_key)
         try:
-            response = self._dispatch(frame, api_key, api_version, correlation_id)
+            response = self._dispatch(frame, api_key, api_version, correlation_id, client_ip)
         except BaseException:
             stats.errors += 1
             stats.observe(time.perf_counter() - started)
@@ -83,7 +107,7 @@ class Dispatcher:
         stats.observe(time.perf_counter() - started)
         return response
 
-    def _dispatch(self, frame, api_key: int, api_version: int, correlation_id: int):
+    def _dispatch(self, frame, api_key: int, api_version: int, correlation_id: int, client_ip: str = ""):
         if api_key == apis.API_VERSIONS and not apis.is_supported(api_key, api_version):
             response = api_versions.unsupported_version_response()
             return encode_response(response, correlation_id, flexible_header=False)
@@ -100,7 +124,10 @@ class Dispatcher:
         else:
             raise FrameError(f"unsupported api_key {api_key} version {api_version}")
         header, request = decode_request(frame, api_key, api_version)
-        response = handler(self.services, header, request)
+        if api_key in WITH_CLIENT_HOST and handler is HANDLERS.get(api_key):
+            response = handler(self.services, header, request, client_host=f"/{client_ip}")
+        else:
+            response = handler(self.services, header, request)
         if response is None or isinstance(response, (SplicedResponse, PendingAnswer)):
             return response
         return encode_response(response, correlation_id)

@@ -326,6 +326,14 @@ class ReplicaManager:
 
         return self.waiters.await_commit(outcome, deadline)
 
+    def commit_outcome(self, topic: str, index: int, last_offset: int, leader_epoch: int) -> ErrorCode | None:
+        """await_commit's answer now, without waiting: None while the high
+        watermark has not passed `last_offset` (the coordinator's writes)."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return ErrorCode.not_leader_or_follower
+        return partition.commit_state(last_offset, leader_epoch, self._min_insync_replicas(topic))
+
     def wait_for_commit(self, topic: str, index: int, last_offset: int, deadline: float) -> bool:
         """True once the high watermark passes last_offset (acks=-1)."""
         return self.await_commit(topic, index, last_offset, deadline) == ErrorCode.none

@@ -19,7 +19,10 @@ Rules:
    for that topic meanwhile answer INVALID_REPLICATION_FACTOR, which Kafka
    answers at once and we one round later. After that it may be wished again
    (brokers may have come back).
-4. A topic that exists by the time it is created (another broker or a tool
+4. The group coordinator's `__consumer_offsets` is wished for the same way,
+   with its own partition count, replication factor and config
+   (coordinator/offsets_topic.py), whatever auto.create.topics.enable says.
+5. A topic that exists by the time it is created (another broker or a tool
    made it first) is not an error: the controller elects it either way.
 """
 
@@ -46,13 +49,14 @@ class Wish:
     topic: str
     partitions: int
     replication_factor: int
+    config: tuple[tuple[str, str], ...] = ()   # topic config overrides (the internal topics' own)
 
 
 class TopicAutoCreator:
     """`create` makes the topic (False: it existed) or raises AssignmentError;
     it runs only on the thread that calls `create_pending`."""
 
-    def __init__(self, create: Callable[[str, int, int], bool], wake: Callable[[], None],
+    def __init__(self, create: Callable[[str, int, int, dict[str, str]], bool], wake: Callable[[], None],
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self._create = create
         self._wake = wake
@@ -89,7 +93,7 @@ class TopicAutoCreator:
             wishes = list(self._pending.values())
         for wish in wishes:
             try:
-                if self._create(wish.topic, wish.partitions, wish.replication_factor):
+                if self._create(wish.topic, wish.partitions, wish.replication_factor, dict(wish.config)):
                     log.info("auto-created topic %s with %s partitions", wish.topic, wish.partitions)
             except AssignmentError as error:
                 log.warning("cannot auto-create topic %s: %s", wish.topic, error)

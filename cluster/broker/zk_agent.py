@@ -262,11 +262,12 @@ class ZkAgent:
 
     # --- topic creation (auto-create)
 
-    def auto_create_topic(self, topic: str, partitions: int, replication_factor: int) -> bool:
+    def auto_create_topic(self, topic: str, partitions: int, replication_factor: int,
+                          config: dict[str, str] | None = None) -> bool:
         """Kafka's assignment over the brokers registered now; AssignmentError if impossible."""
         brokers = [BrokerInfo(b.broker_id, b.rack)
                    for b in admin_topics.live_brokers(self.client, ZK_CALL_TIMEOUT_S)]
-        return self.create_topic(topic, assign_replicas(brokers, partitions, replication_factor), {})
+        return self.create_topic(topic, assign_replicas(brokers, partitions, replication_factor), config or {})
 
     def create_topic(self, topic: str, assignment: dict[int, list[int]], config: dict[str, str]) -> bool:
         """Auto-creation, the Kafka way; False if the topic exists already."""

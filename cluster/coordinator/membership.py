@@ -106,7 +106,7 @@ __all__ = [
     "NO_GENERATION", "UNKNOWN_MEMBER", "Answer", "Decision", "HeartbeatRequest", "JoinedMember",
     "JoinRequest", "JoinResponse", "LeaveResponse", "MemberIdentity", "MemberLeft", "StoreGroup",
     "SyncRequest", "SyncResponse", "Timer", "TimerKind", "assignment_stored", "expire_sessions",
-    "heartbeat", "join_group", "leave_group", "on_join_deadline", "sync_group"]
+    "heartbeat", "join_group", "keep_alive", "leave_group", "on_join_deadline", "rebalance", "sync_group"]
 
 S = GroupState
 
@@ -428,6 +428,25 @@ def _member_error(group: Group, member_id: str, instance_id: str | None,
     if generation_id != group.generation_id:
         return ErrorCode.illegal_generation
     return None
+
+
+def keep_alive(group: Group, member_id: str, now_ms: int) -> Decision:
+    """An accepted offset commit renews the member's session, as a heartbeat does."""
+    d = Decision(group)
+    member = group.members.get(member_id)
+    if member is not None:
+        _arm_session(member, now_ms + member.session_timeout_ms, d)
+    return d
+
+
+def rebalance(group: Group, config: GroupConfig, now_ms: int) -> Decision:
+    """A rebalance the coordinator starts itself (seed 003: a subscribed topic
+    gained partitions): Stable or CompletingRebalance -> PreparingRebalance;
+    members learn it from their next heartbeat (REBALANCE_IN_PROGRESS)."""
+    d = Decision(group)
+    if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+        _prepare_rebalance(group, config, now_ms, d)
+    return d
 
 
 # --- LeaveGroup and session expiry

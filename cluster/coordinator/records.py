@@ -104,6 +104,11 @@ def encode_key(key: OffsetKey | GroupKey) -> bytes:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
+    """Version 3; version 1 for an offset with an explicit expire timestamp
+    (OffsetCommit v2-v4's retention time), the only version carrying it, as Kafka writes."""
+    if value.expire_timestamp_ms != NO_EXPIRE_TIMESTAMP:
+        return (_INT16.pack(1) + _INT64.pack(value.offset) + _string(value.metadata)
+                + _INT64.pack(value.commit_timestamp_ms) + _INT64.pack(value.expire_timestamp_ms))
     return (_INT16.pack(OFFSET_VALUE_VERSION) + _INT64.pack(value.offset) + _INT32.pack(value.leader_epoch)
             + _string(value.metadata) + _INT64.pack(value.commit_timestamp_ms))
 
@@ -135,7 +140,7 @@ def _bytes(data: bytes) -> bytes:
 # --- reading
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
-    reader = _Reader(data, "key")
+    reader = Reader(data, "key")
     version = reader.int16("version")
     if version in (0, 1):
         key: OffsetKey | GroupKey = OffsetKey(reader.string("group"), reader.string("topic"),
@@ -149,7 +154,7 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
-    reader = _Reader(data, "offset value")
+    reader = Reader(data, "offset value")
     version = reader.int16("version")
     if not 0 <= version <= 3:
         raise RecordFormatError(f"offset value: unknown version {version}")
@@ -163,7 +168,7 @@ def decode_offset_value(data: bytes) -> OffsetValue:
 
 
 def decode_group_value(data: bytes) -> GroupValue:
-    reader = _Reader(data, "group value")
+    reader = Reader(data, "group value")
     version = reader.int16("version")
     if not 0 <= version <= 3:
         raise RecordFormatError(f"group value: unknown version {version}")
@@ -178,7 +183,7 @@ def decode_group_value(data: bytes) -> GroupValue:
     return GroupValue(protocol_type, generation, protocol, leader, current_state_timestamp, members)
 
 
-def _member(reader: "_Reader", version: int) -> MemberMetadata:
+def _member(reader: "Reader", version: int) -> MemberMetadata:
     member_id = reader.string("member_id")
     group_instance_id = reader.string("group_instance_id", nullable=True) if version >= 3 else None
     client_id = reader.string("client_id")
@@ -196,7 +201,7 @@ def _least_member_size(version: int) -> int:
     return strings * 2 + 4 + (4 if version >= 1 else 0) + 2 * 4
 
 
-class _Reader:
+class Reader:
     __slots__ = ("data", "position", "what")
 
     def __init__(self, data: bytes, what: str) -> None:

@@ -54,7 +54,7 @@ LOCAL_DEFAULTS = {
 
 
 def server_properties(broker: BrokerSpec, host: str, zookeeper_port: int,
-                      overrides: Mapping[str, str]) -> str:
+                      overrides: Mapping[str, str], cluster_size: int = 1) -> str:
     listener = f"PLAINTEXT://{host}:{broker.port}"
     managed = {
         "broker.id": str(broker.id),
@@ -72,7 +72,12 @@ def server_properties(broker: BrokerSpec, host: str, zookeeper_port: int,
     # A local cluster is often stopped whole: controlled shutdown cannot move
     # leaders to brokers that are stopping too, so retry briefly instead of
     # Kafka's 3 x 5 s (which would outlast `cluster down`'s grace period).
-    defaults = {k: v for k, v in LOCAL_DEFAULTS.items() if k not in overrides}
+    # As Kafka's own development server.properties: __consumer_offsets fits the
+    # cluster (Kafka's 3 replicas need 3 brokers), and a new group's first
+    # rebalance does not wait 3 s for more members.
+    local_defaults = {**LOCAL_DEFAULTS, "offsets.topic.replication.factor": str(min(3, max(cluster_size, 1))),
+                      "group.initial.rebalance.delay.ms": "0"}
+    defaults = {k: v for k, v in local_defaults.items() if k not in overrides}
     lines += [f"{k}={_escape(v)}" for k, v in defaults.items()]
     lines += [f"{k}={_escape(v)}" for k, v in sorted(overrides.items())]
     return "\n".join(lines) + "\n"

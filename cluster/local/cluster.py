@@ -266,7 +266,7 @@ class LocalCluster:
         zk = spec.zookeeper
         atomic_write_text(Path(zk.config_file), zoo_cfg(Path(zk.data_dir), zk.port, spec.host))
         for broker in spec.brokers:
-            text = server_properties(broker, spec.host, zk.port, spec.overrides)
+            text = server_properties(broker, spec.host, zk.port, spec.overrides, len(spec.brokers))
             atomic_write_text(Path(broker.config_file), text)
 
     # ---- starting ---------------------------------------------------------

@@ -21,13 +21,23 @@ PRODUCE = 0
 FETCH = 1
 LIST_OFFSETS = 2
 METADATA = 3
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
 FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
 API_VERSIONS = 18
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 DESCRIBE_CONFIGS = 32
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +65,19 @@ SUPPORTED: dict[int, VersionRange] = {
     FETCH: VersionRange(4, 12, 4, answered_min=0),    # v0-3 refused, not advertised
     LIST_OFFSETS: VersionRange(0, 7, 0),              # v0: protocol/old_versions/
     METADATA: VersionRange(0, 12, 0),
+    # The group coordinator's APIs, at Kafka 3.0's ranges (OffsetCommit v0-1 and
+    # OffsetFetch v0 predate kio; clients of the last eight years send newer).
+    OFFSET_COMMIT: VersionRange(2, 8, 2),
+    OFFSET_FETCH: VersionRange(1, 8, 1),
     FIND_COORDINATOR: VersionRange(0, 4, 0),
+    JOIN_GROUP: VersionRange(0, 7, 0),
+    HEARTBEAT: VersionRange(0, 4, 0),
+    LEAVE_GROUP: VersionRange(0, 4, 0),
+    SYNC_GROUP: VersionRange(0, 5, 0),
+    DESCRIBE_GROUPS: VersionRange(0, 5, 0),
+    LIST_GROUPS: VersionRange(0, 4, 0),
+    DELETE_GROUPS: VersionRange(0, 2, 0),
+    OFFSET_DELETE: VersionRange(0, 0, 0),
     API_VERSIONS: VersionRange(0, 4, 0),
     INIT_PRODUCER_ID: VersionRange(0, 4, 0),
     OFFSET_FOR_LEADER_EPOCH: VersionRange(0, 4, 0),   # v0-1: protocol/old_versions/

@@ -18,7 +18,9 @@ min.insync.replicas 2) has its full ISR before any kill, so acks=-1 stays
 possible. After every step each obligation the step created (admin_soak_view)
 must be met within its bound from when the controller could act on it, and
 every leader and ISR member must be a registered broker. At the end every
-acknowledged record is read back at its offset with its value.
+acknowledged record is read back at its offset with its value; one whose
+delivery report has no offset (librdkafka's implicit ack, see
+check_acknowledged) must be in its partition exactly once.
 
 Choices come from the seed and from what the soak wrote itself (assignments
 read back once acted on), so a seed replays the same steps; which broker
@@ -71,12 +73,17 @@ class SoakReport:
     latencies: Latencies
     ops: dict[str, int]
     stalled: str = ""          # why records had no delivery report at the end (see _verify)
+    without_offset: int = 0    # acknowledged with no offset, checked by value (see check_acknowledged)
+    implicit_acks: tuple[str, ...] = ()   # librdkafka's lines on them
 
     def __str__(self) -> str:
         ops = ", ".join(f"{k} {v}" for k, v in sorted(self.ops.items()))
         text = (f"seed {self.seed}: {self.steps} steps in {self.seconds:.0f} s; {self.acknowledged} records "
                 f"acknowledged and read back, {self.produce_errors} produce errors; steps: {ops}\n"
                 f"acted on: {self.latencies.summary()}")
+        if self.without_offset:
+            text += (f"\n{self.without_offset} acknowledged without an offset (librdkafka's implicit acks), "
+                     "each found once by value; librdkafka:\n" + "\n".join(self.implicit_acks))
         return f"{text}\nPRODUCER STALLED: {self.stalled}" if self.stalled else text
 
 
@@ -101,7 +108,8 @@ class AdminSoak:
         self.ops: dict[str, int] = {}
         # librdkafka's log, the last lines kept: what explains a producer that
         # stops making progress (printed when the soak fails on it).
-        self.client_log = _ring_logger(f"admin-soak-producer-{seed}")
+        self.client_log = ring_logger(f"admin-soak-producer-{seed}")
+        self.without_offset = 0
 
     # --- the run
 
@@ -127,7 +135,8 @@ class AdminSoak:
             self._finish()
             acknowledged, stalled = self._verify()
             return SoakReport(self.seed, self.steps, time.monotonic() - started, acknowledged,
-                              len(self.producer.errors), self.latencies, self.ops, stalled)
+                              len(self.producer.errors), self.latencies, self.ops, stalled,
+                              self.without_offset, tuple(self.client_log.implicit_acks))
         finally:
             if self.producer is not None:
                 self.producer._stop.set()
@@ -490,8 +499,6 @@ class AdminSoak:
         leaders while librdkafka kept the partition on its internal broker
         (a client-side leader/epoch question, not an admin znode left
         unacted on)."""
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
         unfinished = self.producer.stop_and_flush(60)
         stalled = ""
         if unfinished:
@@ -502,49 +509,98 @@ class AdminSoak:
                        f"{self._metadata_seen()}\n{self.view.describe([LOAD_TOPIC])}")
         with self.producer.lock:
             acknowledged = dict(self.producer.acknowledged)
-        wanted: dict[int, dict[int, int]] = {}
+        placed: dict[int, dict[int, bytes]] = {p: {} for p in range(LOAD_PARTITIONS)}
+        unplaced: dict[int, list[bytes]] = {p: [] for p in range(LOAD_PARTITIONS)}
         for index, offset in acknowledged.items():
-            # librdkafka may report a delivery without its offset (None: the
-            # broker's answer to a retried batch was not the one it kept);
-            # those are counted, not checked by position.
-            if offset is not None:
-                wanted.setdefault(index % LOAD_PARTITIONS, {})[offset] = index
-        status = self.cluster.status()
-        for partition, expected in sorted(wanted.items()):
-            consumer = Consumer({"bootstrap.servers": status.bootstrap_servers, "group.id": f"soak-{self.seed}",
-                                 "enable.auto.commit": False, "check.crcs": True})
+            # offset None: librdkafka acknowledged the record implicitly, by
+            # the success of a later batch, after its own batch had failed
+            # with a "possibly persisted" error (see check_acknowledged):
+            # it is checked by value.
+            if offset is None:
+                unplaced[index % LOAD_PARTITIONS].append(_value(index))
+            else:
+                placed[index % LOAD_PARTITIONS][offset] = _value(index)
+        self.without_offset = sum(len(values) for values in unplaced.values())
+        bootstrap = self.cluster.status().bootstrap_servers
+        for partition in range(LOAD_PARTITIONS):
+            if not placed[partition] and not unplaced[partition]:
+                continue
             try:
-                consumer.assign([TopicPartition(LOAD_TOPIC, partition, OFFSET_BEGINNING)])
-                found: dict[int, bytes] = {}
-                last = max(expected)
-                deadline = time.monotonic() + 60
-                while max(found, default=-1) < last:
-                    if time.monotonic() > deadline:
-                        raise SoakFailure(self.step, f"{LOAD_TOPIC}-{partition}: read up to offset "
-                                                     f"{max(found, default=-1)} of {last} in 60 s")
-                    message = consumer.poll(0.5)
-                    if message is None:
-                        continue
-                    if message.error() is not None:
-                        continue       # end of partition, or a transient error: poll again
-                    found[message.offset()] = message.value()
-            finally:
-                consumer.close()
-            wrong = [(o, i, found.get(o)) for o, i in sorted(expected.items()) if found.get(o) != _value(i)]
-            if wrong:
-                raise SoakFailure(self.step, f"{LOAD_TOPIC}-{partition}: {len(wrong)} acknowledged records "
-                                             f"not where acknowledged, e.g. (offset, index, found) {wrong[:5]}")
+                records = read_partition(bootstrap, LOAD_TOPIC, partition, group=f"soak-{self.seed}")
+            except AssertionError as error:
+                raise SoakFailure(self.step, str(error)) from None
+            problems = check_acknowledged(placed[partition], unplaced[partition], records)
+            if problems:
+                raise SoakFailure(self.step, f"{LOAD_TOPIC}-{partition}: {len(problems)} acknowledged records "
+                                             f"not found as acknowledged, e.g. {problems[:5]}")
         return len(acknowledged), stalled
 
 
-def _ring_logger(name: str, capacity: int = 2000) -> logging.Logger:
+def read_partition(bootstrap: str, topic: str, partition: int, group: str,
+                   timeout_s: float = 60.0) -> dict[int, bytes]:
+    """offset -> value of every record of a partition below its high watermark."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "check.crcs": True})
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        found: dict[int, bytes] = {}
+        deadline = time.monotonic() + timeout_s
+        while max(found, default=-1) < high - 1:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}-{partition}: read up to offset {max(found, default=-1)} "
+                                     f"of {high - 1} in {timeout_s:g} s")
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue       # end of partition, or a transient error: poll again
+            found[message.offset()] = message.value()
+        return found
+    finally:
+        consumer.close()
+
+
+def check_acknowledged(placed: dict[int, bytes], unplaced: list[bytes], records: dict[int, bytes]) -> list[str]:
+    """What is wrong with one partition's acknowledged records: `placed`
+    (offset -> value) must be at their offset; `unplaced`, values whose
+    delivery report carried no offset, must each be in `records` exactly once.
+
+    librdkafka reports a success without an offset (RD_KAFKA_OFFSET_INVALID,
+    None in Python) for messages it acknowledges implicitly: their batch
+    failed with a retriable, possibly persisted error (NOT_ENOUGH_REPLICAS_
+    AFTER_APPEND, REQUEST_TIMED_OUT, a timeout or a lost connection) and went
+    back to the partition queue, then a later batch of the same producer,
+    already in flight, succeeded, which proves the earlier sequence numbers
+    were written (rd_kafka_handle_idempotent_Produce_success calls
+    rd_kafka_dr_implicit_ack, src/rdkafka_request.c / rdkafka_broker.c; its
+    own test: tests/0144-idempotence_mock.c
+    do_test_idempo_success_after_possibly_persisted). The broker's answers
+    name only the later batch's offsets."""
+    problems = [f"offset {offset}: acknowledged {value!r}, found {records.get(offset)!r}"
+                for offset, value in sorted(placed.items()) if records.get(offset) != value]
+    wanted = set(unplaced)
+    copies: dict[bytes, list[int]] = {value: [] for value in wanted}
+    for offset, value in records.items():
+        if value in wanted:
+            copies[value].append(offset)
+    problems += [f"{value!r} (acknowledged without an offset): {len(offsets)} copies, at {sorted(offsets)}"
+                 for value, offsets in sorted(copies.items()) if len(offsets) != 1]
+    return problems
+
+
+def ring_logger(name: str, capacity: int = 2000) -> logging.Logger:
     logger = logging.Logger(name, logging.DEBUG)
     logger.lines = deque(maxlen=capacity)
     logger.leadership = deque(maxlen=capacity)       # what it learnt of leaders and epochs
+    # Implicit acks (delivery reports without an offset) and the produce errors before them.
+    logger.implicit_acks = deque(maxlen=100)
     handler = logging.Handler()
 
     def emit(record) -> None:
         text = record.getMessage()
+        if "implicitly acked" in text or ("MessageSet" in text and "encountered error" in text):
+            logger.implicit_acks.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {text}")
         if "epoch" in text.lower() or "leader" in text.lower():
             if not any(noise in text for noise in ("re-query", "TIMEOUT", "Produce MessageSet", "TERMINATE")):
                 logger.leadership.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {text}")

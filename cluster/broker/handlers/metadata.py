@@ -22,6 +22,8 @@ from kio.schema.errors import ErrorCode
 from kafkactl.cluster.admin.topic_names import InvalidTopicName, validate_topic_name
 from kafkactl.cluster.broker.deferred import PendingAnswer
 from kafkactl.cluster.broker.topic_auto_creation import Wish
+from kafkactl.cluster.coordinator.offsets_topic import offsets_topic_wish
+from kafkactl.cluster.coordinator.placement import OFFSETS_TOPIC
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.zk.codecs import topic_id_from_string
@@ -130,5 +132,8 @@ def _missing_topic_error(services, snapshot, name: str, allow_auto_create: bool)
     if not (allow_auto_create and config.auto_create_topics_enable) or name in snapshot.deleting_topics:
         return ErrorCode.unknown_topic_or_partition
     # The zk-agent creates it (topic_auto_creation.py): no ZooKeeper call here.
-    wish = Wish(name, config.num_partitions, config.default_replication_factor)
+    if name == OFFSETS_TOPIC:   # with its own partitions, replicas and config, as Kafka creates it
+        wish = offsets_topic_wish(config)
+    else:
+        wish = Wish(name, config.num_partitions, config.default_replication_factor)
     return services.zk_agent.auto_creator.request(wish)

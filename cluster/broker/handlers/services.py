@@ -27,6 +27,8 @@ class BrokerServices:
     # The dynamic broker config in effect (dynamic_config.Resolved), replaced
     # whole by the zk-agent thread when it changes; None until first read.
     dynamic: object | None = None
+    # The group coordinator (coordinator/coordinator.py); None until started.
+    group_coordinator: object | None = None
 
 
 def not_hosted_error(services: BrokerServices, topic: str, index: int) -> ErrorCode:

@@ -383,7 +383,7 @@ class SocketServer:
         answers = connection.answers
         if answers is not None and peek_api(frame)[0] != apis.PRODUCE:
             answers.drain()
-        response = self.dispatcher.dispatch(frame)
+        response = self.dispatcher.dispatch(frame, connection.ip)
         if isinstance(response, DeferredResponse):
             if answers is None:
                 answers = connection.answers = AnswerQueue(connection.sock, connection.address,

@@ -29,7 +29,7 @@ def props(text):
 def test_server_properties(tmp_path):
     spec = make_spec(tmp_path, overrides={"log.segment.bytes": "1048576"})
     broker = spec.broker(2)
-    got = props(server_properties(broker, "127.0.0.1", 2181, {"log.segment.bytes": "1048576"}))
+    got = props(server_properties(broker, "127.0.0.1", 2181, {"log.segment.bytes": "1048576"}, cluster_size=2))
     ssd, hdd = tmp_path / "broker-2" / "ssd0", tmp_path / "broker-2" / "hdd0"
     assert got == {
         "broker.id": "2",
@@ -41,7 +41,11 @@ def test_server_properties(tmp_path):
         "log.segment.bytes": "1048576",
         "controlled.shutdown.max.retries": "1",
         "controlled.shutdown.retry.backoff.ms": "500",
+        "offsets.topic.replication.factor": "2",
+        "group.initial.rebalance.delay.ms": "0",
     }
+    big = props(server_properties(broker, "127.0.0.1", 2181, {}, cluster_size=5))
+    assert big["offsets.topic.replication.factor"] == "3"
     overridden = props(server_properties(broker, "127.0.0.1", 2181, {"controlled.shutdown.max.retries": "3"}))
     assert overridden["controlled.shutdown.max.retries"] == "3"
     assert broker.config_file == str(tmp_path / "broker-2" / "server.properties")

@@ -93,7 +93,7 @@ class BrokenDispatcher:
     def __init__(self, error: Exception) -> None:
         self.error = error
 
-    def dispatch(self, frame):
+    def dispatch(self, frame, client_ip=""):
         raise self.error
 
 

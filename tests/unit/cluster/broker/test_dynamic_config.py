@@ -164,7 +164,7 @@ def test_a_log_loaded_at_start_up_takes_the_config_known_when_it_is_hosted(tmp_p
 
 
 class Silent:
-    def dispatch(self, frame):
+    def dispatch(self, frame, client_ip=""):
         return None
 
 

@@ -24,7 +24,7 @@ class Answering:
     def __init__(self) -> None:
         self.handled = 0
 
-    def dispatch(self, frame):
+    def dispatch(self, frame, client_ip=""):
         self.handled += 1
         return struct.pack(">ii", 4, struct.unpack_from(">i", frame, 4)[0])
 

@@ -43,7 +43,7 @@ class RecordingDispatcher:
         self.held: dict[int, HeldAnswer] = {}
         self.changed = threading.Condition()
 
-    def dispatch(self, frame):
+    def dispatch(self, frame, client_ip=""):
         api_key, _, correlation_id = struct.unpack_from(">hhi", frame, 0)
         with self.changed:
             self.dispatched.append((api_key, correlation_id))

@@ -264,9 +264,9 @@ def test_api_versions_v0_is_served(broker):
     assert error == 0 and keys[2] == (0, 7)
 
 
-@pytest.mark.parametrize("api_key,version", [(0, 10), (1, 13), (23, 5), (32, 5), (34, 3), (42, 0)])
+@pytest.mark.parametrize("api_key,version", [(0, 10), (1, 13), (23, 5), (32, 5), (34, 3), (42, 3), (61, 0)])
 def test_versions_without_a_layout_to_answer_in_still_close_the_connection(broker, api_key, version):
-    # Beyond Kafka 2.8's ranges, or an API this broker lacks (42: DeleteGroups):
+    # Beyond Kafka 2.8's ranges, or an API this broker lacks (61: DescribeProducers):
     # no layout the client would parse is known, and Kafka closes too.
     with pytest.raises(FrameError, match="unsupported api_key"):
         broker.dispatch(request(api_key, version, b""))

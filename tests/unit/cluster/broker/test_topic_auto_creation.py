@@ -15,10 +15,10 @@ class Recorder:
         self.refuse = refuse
         self.existing = existing
 
-    def create(self, topic: str, partitions: int, replication_factor: int) -> bool:
+    def create(self, topic: str, partitions: int, replication_factor: int, config: dict[str, str]) -> bool:
         if topic in self.refuse:
             raise AssignmentError(f"replication factor {replication_factor} larger than the 1 brokers")
-        self.created.append((topic, partitions, replication_factor))
+        self.created.append((topic, partitions, replication_factor) + ((config,) if config else ()))
         return topic not in self.existing
 
     def wake(self) -> None:
@@ -85,3 +85,17 @@ def test_a_topic_made_meanwhile_by_someone_else_is_no_error():
     creator.request(Wish("a", 1, 1))
     creator.create_pending()
     assert creator.request(Wish("a", 1, 1)) == ErrorCode.leader_not_available
+
+
+def test_the_offsets_topic_is_wished_with_its_own_partitions_replicas_and_compaction():
+    from kafkactl.cluster.broker.config import BrokerConfig
+    from kafkactl.cluster.coordinator.offsets_topic import offsets_topic_wish
+    recorder = Recorder()
+    creator = TopicAutoCreator(recorder.create, recorder.wake)
+    config = BrokerConfig(broker_id=1, zookeeper_connect="zk", listeners=(), advertised_listeners=(), log_dirs=("/d",))
+    creator.request(offsets_topic_wish(config))
+    creator.create_pending()
+    [(topic, partitions, replicas, topic_config)] = recorder.created
+    assert (topic, partitions, replicas) == ("__consumer_offsets", 50, 3)
+    assert topic_config["cleanup.policy"] == "compact"
+    assert topic_config["segment.bytes"] == str(100 * 1024 * 1024)
