@@ -181,11 +181,12 @@ class GroupAdmin:
                 reasons[group] = f"coordinator {address.broker_id} unreachable: {error}"
             return
         for group in batch:
-            answer = answers.get(group)
-            error = None if answer is None else retriable(answer)
-            if answer is None:
+            if group not in answers:
                 reasons[group] = f"coordinator {address.broker_id} did not answer for the group"
-            elif error in RETRIABLE:
+                continue
+            answer = answers[group]
+            error = retriable(answer)
+            if error in RETRIABLE:
                 reasons[group] = f"{error.upper()} from broker {address.broker_id}"
                 if error != LOAD_IN_PROGRESS:    # loading: the right broker, just not ready yet
                     self._coordinators.pop(group, None)

@@ -286,3 +286,19 @@ def test_list_offsets_goes_to_each_leader():
     with admin([b1, b2]) as groups:
         answers = groups.list_offsets(leaders, {tp: -1 for tp in leaders})
     assert answers == {("t", 0): (100, None), ("t", 2): (102, None), ("t", 1): (-1, "leader_not_reachable")}
+
+
+def test_delete_groups_is_sent_once_when_it_succeeds():
+    b1 = FakeBroker(1)
+    coordinator_is(b1, b1)
+    answers = {"gone": ErrorCode.none, "busy": ErrorCode.non_empty_group}
+
+    def handle(request, version):
+        cls = response_cls(42, version)
+        return response(42, version, results=tuple(
+            nested(cls, "DeletableGroupResult", group_id=g, error_code=answers[g]) for g in request.groups_names))
+
+    b1.handlers[42] = handle
+    with admin([b1]) as groups:
+        assert groups.delete_groups(["gone", "busy"]) == {"gone": None, "busy": "non_empty_group"}
+    assert [k for k, _, _ in b1.requests] == [10, 42]
