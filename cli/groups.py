@@ -143,7 +143,7 @@ def _describe_text(data: dict) -> str:
     members = render_table(
         [[m["member_id"], m["group_instance_id"] or "-", m["client_id"], m["host"], _assignment_text(m["assignment"])]
          for m in data["members"]],
-        ["MEMBER ID", "INSTANCE ID", "CLIENT ID", "HOST", "ASSIGNMENT"])
+        ["MEMBER ID", "INSTANCE ID", "CLIENT ID", "HOST", "ASSIGNMENT"]) if data["members"] else "(no members)"
     partitions = render_table(
         [[p["topic"], p["partition"], _dash(p["committed_offset"]), _dash(p["log_end_offset"]), _dash(p["lag"]),
           p["member_id"] or "-"] for p in data["partitions"]],
