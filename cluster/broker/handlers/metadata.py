@@ -101,7 +101,7 @@ def _topic(cls, services, snapshot, name: str, allow_auto_create: bool):
     )
     topic_id = topic_id_from_string(topic.assignment.topic_id) if topic.assignment.topic_id else None
     return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=name,
-                  topic_id=topic_id, is_internal=False, partitions=partitions)
+                  topic_id=topic_id, is_internal=name == OFFSETS_TOPIC, partitions=partitions)
 
 
 def _partition(cls, snapshot, topic, index: int, filter_unavailable: bool):

@@ -29,8 +29,9 @@ import time
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.deferred import PendingAnswer
-from kafkactl.cluster.broker.partition import AppendResult
 from kafkactl.cluster.broker.handlers.services import not_hosted_error
+from kafkactl.cluster.broker.partition import AppendResult
+from kafkactl.cluster.coordinator.placement import OFFSETS_TOPIC
 from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.protocol.framing import FrameError
@@ -106,6 +107,8 @@ class PendingCommit(PendingAnswer):
 
 def _append(services, topic: str, index: int, records, acks: int) -> AppendResult:
     replica_manager = services.replica_manager
+    if topic == OFFSETS_TOPIC:   # only the group coordinator writes it, as Kafka allows
+        return AppendResult(ErrorCode.invalid_topic_exception, message=f"cannot append to internal topic {topic}")
     if replica_manager.get(topic, index) is None:
         return AppendResult(not_hosted_error(services, topic, index))
     if not records:

@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -123,15 +122,16 @@ def test_help_and_completion(capsys):
     assert done.returncode == 0 and "_KAFKACTL_COMPLETE" in done.stdout, done.stderr
 
 
-def test_console_script_help_is_fast_and_imports_nothing_heavy():
-    # The fastest of five runs: other work on a shared machine only ever adds time.
-    times_s = []
-    for _ in range(5):
-        start = time.monotonic()
-        done = subprocess.run([str(KAFKACTL), "--help"], capture_output=True, text=True, timeout=30)
-        times_s.append(time.monotonic() - start)
-        assert done.returncode == 0
-    assert min(times_s) < 0.3 * 2, times_s  # 0.3 s is the target; allow for a loaded test machine
+def test_console_script_help_imports_nothing_heavy():
+    # What makes `kafkactl --help` slow is what it imports; counted here, not
+    # timed: a test must not depend on the machine's load (bench/cli_describe.py times a
+    # whole command, start-up included).
+    done = subprocess.run([str(KAFKACTL), "--help"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    count = subprocess.run([sys.executable, "-c", "import sys; before = len(sys.modules); "
+                            "from kafkactl.cli.main import main; print(len(sys.modules) - before)"],
+                           capture_output=True, text=True, timeout=30)
+    assert int(count.stdout) < 200, f"importing the CLI loads {count.stdout.strip()} modules"
     probe = ("import sys; from kafkactl.cli.main import main; "
              "heavy = [m for m in ('kazoo', 'kio', 'tabulate', 'kafkactl.cluster.broker', "
              "'kafkactl.cluster.local', 'pyspark', 'matplotlib', 'pandas') if m in sys.modules]; print(heavy)")
