@@ -49,6 +49,22 @@ def connect_zookeeper(address: str, timeout_s: float):
 
 
 @contextmanager
+def completion_zookeeper(ctx: typer.Context, timeout_s: float):
+    """ZooKeeper for shell completion, from the -z/--context typed so far
+    (completion runs before main() lifts the shared options)."""
+    from kafkactl.cli.config import resolve_zookeeper
+
+    root = ctx.find_root().params
+    options = SharedOptions(zookeeper=root.get("zookeeper"), context=root.get("context"))
+    client = connect_zookeeper(resolve_zookeeper(options).zookeeper, timeout_s)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@contextmanager
 def zookeeper(ctx: typer.Context):
     """The cluster's ZooKeeper for the length of a command, bounded by --timeout."""
     from kafkactl.cluster.zk import client as zk_client

@@ -23,7 +23,7 @@ from kafkactl.cli.options import SharedOptions, lift_shared_options, merge
 
 PROG = "kafkactl"
 NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassign", "elect", "configs",
-         "metrics", "plan")
+         "metrics", "plan", "groups")
 
 app = typer.Typer(
     name=PROG,

@@ -32,18 +32,10 @@ def complete_topics(ctx: typer.Context, incomplete: str) -> list[str]:
     try:
         from kafkactl.cluster.admin.topics import list_topics
 
-        from kafkactl.cli.common import connect_zookeeper
-        from kafkactl.cli.config import resolve_zookeeper
-        from kafkactl.cli.options import SharedOptions
+        from kafkactl.cli.common import completion_zookeeper
 
-        root = ctx.find_root().params
-        options = SharedOptions(zookeeper=root.get("zookeeper"), context=root.get("context"))
-        client = connect_zookeeper(resolve_zookeeper(options).zookeeper, COMPLETION_TIMEOUT_S)
-        try:
+        with completion_zookeeper(ctx, COMPLETION_TIMEOUT_S) as client:
             names = list_topics(client, COMPLETION_TIMEOUT_S)
-        finally:
-            client.stop()
-            client.close()
     except Exception:  # noqa: BLE001 - completion must never print an error into the shell
         return []
     return [name for name in names if name.startswith(incomplete)]
