@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: a local cluster (ZooKeeper + 3 brokers), a topic, kcat producing
-# and consuming, then the cluster's status and the topic's partitions. The
+# and consuming (also as a consumer group), then the group, the cluster's
+# status and the topic's partitions. The
 # cluster keeps running afterwards; the last lines say how to stop it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,13 @@ seq 1 10 | sed 's/.*/key-&:hello &/' | kcat -b "$BOOTSTRAP" -t $TOPIC -P -K: -X 
 step "kcat -b \$BOOTSTRAP -t $TOPIC -C -e -o beginning -f 'partition %p offset %o  %k = %s\n'"
 kcat -b "$BOOTSTRAP" -t $TOPIC -C -e -o beginning -q -f 'partition %p offset %o  %k = %s\n' | sort
 
+# A consumer group: kcat's balanced consumer commits what it read on exit.
+step "kcat -b \$BOOTSTRAP -G demo-readers -o beginning -e $TOPIC"
+kcat -b "$BOOTSTRAP" -G demo-readers -o beginning -e -q -f 'partition %p offset %o  %k = %s\n' $TOPIC | sort
+
+step kafkactl groups describe demo-readers
+$KAFKACTL groups describe demo-readers
+
 step kafkactl cluster status
 $KAFKACTL cluster status
 
@@ -32,6 +40,6 @@ $KAFKACTL topics describe $TOPIC
 cat <<EOT
 
 The cluster is still running (bootstrap servers: $BOOTSTRAP).
-Try: .venv/bin/kafkactl topics list     kcat -b $BOOTSTRAP -L
+Try: .venv/bin/kafkactl topics list     .venv/bin/kafkactl groups lag     kcat -b $BOOTSTRAP -L
 Stop it with:   .venv/bin/kafkactl cluster down           (add --purge to delete its data too)
 EOT
