@@ -46,6 +46,7 @@ def topic(shared_cluster):
 
 
 def join(wire, group, member_id="", session_ms=10000, protocol_type="consumer", metadata=b"", instance=None):
+    """A JoinGroup v5 (its answer: a lone member's completes at once, the local cluster's initial delay being 0)."""
     return wire.request(join5.JoinGroupRequest(
         group_id=group, session_timeout=session_ms * MS, rebalance_timeout=20000 * MS, member_id=member_id,
         group_instance_id=instance, protocol_type=protocol_type,
@@ -124,13 +125,43 @@ def test_refused_commits_are_not_persisted(wire, topic):
     assert fetched(wire, group, topic) == 7
 
 
-def test_an_assignment_too_large_to_store_fails_the_sync_and_leaves_the_group_unsettled(wire):
+@pytest.mark.parametrize("oversized", ["metadata", "assignment"])
+def test_member_data_too_large_to_store_fails_the_sync_and_nothing_is_kept(wire, oversized):
+    # Larger than the offsets topic's max.message.bytes (1 MB): the group's
+    # record cannot be written. As Kafka: the JoinGroup is taken, the leader's
+    # SyncGroup answers UNKNOWN_SERVER_ERROR and the group rebalances.
     group = unique_topic("g")
-    member_id, generation = joined(wire, group)
-    # Larger than the offsets topic's max.message.bytes (1 MB): the group's record cannot be written.
-    assert sync(wire, group, member_id, generation, assignment=b"x" * 1_100_000).error_code == E.unknown_server_error
+    big = b"x" * 1_100_000
+    member_id, generation = joined(wire, group, metadata=big if oversized == "metadata" else b"")
+    assignment = big if oversized == "assignment" else b"a"
+    assert sync(wire, group, member_id, generation, assignment=assignment).error_code == E.unknown_server_error
     [described] = wire.request(DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)).groups
-    assert described.group_state != "Stable"
+    assert described.group_state == "PreparingRebalance"
+
+
+def test_a_static_member_id_taken_over_is_fenced(wire):
+    group = unique_topic("g")
+    first = join(wire, group, instance="static-1")
+    assert first.error_code == E.none           # static members skip KIP-394's round
+    second = join(wire, group, instance="static-1")
+    assert second.error_code == E.none and second.member_id != first.member_id
+    assert sync(wire, group, second.member_id, second.generation_id).error_code == E.none
+    fenced = wire.request(HeartbeatRequest(group_id=group, generation_id=second.generation_id,
+                                           member_id=first.member_id, group_instance_id="static-1"))
+    assert fenced.error_code == E.fenced_instance_id
+
+
+def test_a_full_group_refuses_another_member(start_cluster):
+    _, status = start_cluster(brokers=1, overrides={"group.max.size": "1", "offsets.topic.num.partitions": "1"})
+    broker = status.brokers[0]
+    client = WireClient(broker.host, broker.port, timeout_s=30)
+    try:
+        wait_for(lambda: client.request(FindCoordinatorRequest(key="g", key_type=0)).error_code == E.none,
+                 60, "the group coordinator")
+        joined(client, "g")
+        assert join(client, "g").error_code == E.group_max_size_reached
+    finally:
+        client.close()
 
 
 def test_clients_cannot_append_to_the_offsets_topic(wire):
