@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from kafkactl.cluster import fatal
 from kafkactl.cluster.broker import dynamic_config
+from kafkactl.cluster.broker.admin_work import AdminWork
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.controlled_shutdown import controlled_shutdown
 from kafkactl.cluster.broker.dispatcher import Dispatcher
@@ -126,6 +127,8 @@ class Broker:
         # first LeaderAndIsr can arrive), so no partition is missed.
         self.group_coordinator = GroupCoordinator(config, self.replica_manager, self.metadata, clock_ms)
         self.services.group_coordinator = self.group_coordinator
+        self.admin_work = AdminWork(lambda: self.zk_agent.zk)
+        self.services.admin_work = self.admin_work
         listener = config.listeners[0]
         self.broker_hosts = BrokerHosts(config, self.metadata)
         self.server = SocketServer(
@@ -165,6 +168,7 @@ class Broker:
         gc.freeze()
         self.replica_manager.after_large_change = gc.freeze
         self.group_coordinator.start()
+        self.admin_work.start()
         self.server.start()
         self._start_metrics_server()
         self.zk_agent.start()
@@ -202,6 +206,7 @@ class Broker:
         self._stopping.set()
         self.server.stop()
         self.group_coordinator.stop()
+        self.admin_work.stop()
         # No fetch proposes an ISR change any more; ZooKeeper is closed below.
         self.replica_manager.isr_writer.stop()
         if self.metrics_server is not None:

@@ -24,6 +24,30 @@ class PendingAnswer:
         raise NotImplementedError
 
 
+class FutureAnswer(PendingAnswer):
+    """The answer built from a Future completed on another thread (the group
+    coordinator's owners, the admin-work thread): `build(result)` once it is
+    done, or `build(on_timeout)` after `timeout_s`. A Future that failed
+    gives `build` its exception."""
+
+    __slots__ = ("_future", "_timeout_s", "_build", "_on_timeout")
+
+    def __init__(self, future, timeout_s: float, build, on_timeout) -> None:
+        self._future = future
+        self._timeout_s = timeout_s
+        self._build = build
+        self._on_timeout = on_timeout
+
+    def answer(self):
+        try:
+            result = self._future.result(timeout=self._timeout_s)
+        except TimeoutError:
+            result = self._on_timeout
+        except Exception as error:     # the work's own failure: the handler maps it
+            result = error
+        return self._build(result)
+
+
 class DeferredResponse:
     """A request that is handled but not yet answerable (a PendingAnswer).
     `finish` blocks until it is and returns the encoded response; the

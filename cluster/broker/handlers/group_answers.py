@@ -1,7 +1,7 @@
 """What the group handlers share: answering from the coordinator's Future.
 
 The coordinator answers on its owner threads; a handler returns a
-`CoordinatorAnswer`, which the connection's answer sender waits on (never
+`deferred.FutureAnswer`, which the connection's answer sender waits on (never
 the thread reading requests), at most `timeout_s`: a JoinGroup is parked
 until its rebalance completes (up to the group's rebalance timeout), the
 rest until their record is on the ISR (offsets.commit.timeout.ms) or at
@@ -12,37 +12,20 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from concurrent.futures import Future, TimeoutError as FutureTimeout
+from concurrent.futures import Future
 
-from kafkactl.cluster.broker.deferred import PendingAnswer
+from kafkactl.cluster.broker.deferred import FutureAnswer
 
 NO_THROTTLE = datetime.timedelta(0)
 # Beyond the coordinator's own deadlines: its timers fire late under load.
 MARGIN_S = 10.0
 
 
-class CoordinatorAnswer(PendingAnswer):
-    __slots__ = ("_future", "_timeout_s", "_build", "_on_timeout")
-
-    def __init__(self, future: Future, timeout_s: float, build: Callable[[object], object], on_timeout) -> None:
-        self._future = future
-        self._timeout_s = timeout_s
-        self._build = build
-        self._on_timeout = on_timeout
-
-    def answer(self):
-        try:
-            result = self._future.result(timeout=self._timeout_s)
-        except FutureTimeout:
-            result = self._on_timeout
-        return self._build(result)
-
-
 def answered(future: Future, build: Callable[[object], object], on_timeout, timeout_s: float):
-    """The response now if the coordinator already answered, else a CoordinatorAnswer."""
+    """The response now if the coordinator already answered, else a FutureAnswer."""
     if future.done():
         return build(future.result())
-    return CoordinatorAnswer(future, timeout_s, build, on_timeout)
+    return FutureAnswer(future, timeout_s, build, on_timeout)
 
 
 def milliseconds(value) -> int:

@@ -29,6 +29,16 @@ class BrokerServices:
     dynamic: object | None = None
     # The group coordinator (coordinator/coordinator.py); None until started.
     group_coordinator: object | None = None
+    # Where the Admin API's ZooKeeper work runs (admin_work.py); None in unit tests without it.
+    admin_work: object | None = None
+
+
+def is_controller(services: BrokerServices) -> bool:
+    """Whether this broker is the active controller: requests that must go to
+    the controller (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
+    AlterPartitionReassignments, ...) answer NOT_CONTROLLER elsewhere, as
+    Kafka's ZooKeeper-mode brokers did."""
+    return services.controller is not None and services.controller.is_active()
 
 
 def not_hosted_error(services: BrokerServices, topic: str, index: int) -> ErrorCode:
