@@ -51,7 +51,7 @@ class Writer:
 
 
 def shard(loading=False, installed=True, new_uuid=lambda: "u1", clock_ms=lambda: 1000,
-          partition_count=partition_count):
+          partition_count=lambda t: 1):
     writer = Writer()
     context = CoordinatorContext(
         config=GroupConfig(initial_rebalance_delay_ms=0), clock_ms=clock_ms, new_uuid=new_uuid,
