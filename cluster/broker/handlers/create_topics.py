@@ -41,7 +41,7 @@ from kafkactl.cluster.broker.handlers.admin_answers import (
 )
 from kafkactl.cluster.broker.handlers.describe_configs import topic_entries_for
 from kafkactl.cluster.broker.handlers.services import is_controller
-from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.build import has_field, make, module_of, nested
 from kafkactl.cluster.protocol.codec import response_class
 from kafkactl.cluster.zk import codecs
 
@@ -144,9 +144,11 @@ def _result(services, cls, name: str, result):
         return nested(cls, "CreatableTopicResult", name=name, topic_id=None, error_code=result.error,
                       error_message=result.message, num_partitions=-1, replication_factor=-1, configs=())
     plan = result.plan
-    configs = tuple(nested(cls, "CreatableTopicConfigs", name=key, value=value, read_only=False,
-                           config_source=source, is_sensitive=False)
-                    for key, value, source, _ in topic_entries_for(services, plan.config))
+    configs = ()
+    if has_field(getattr(module_of(cls), "CreatableTopicResult"), "configs"):   # v5+
+        configs = tuple(nested(cls, "CreatableTopicConfigs", name=key, value=value, read_only=False,
+                               config_source=source, is_sensitive=False)
+                        for key, value, source, _ in topic_entries_for(services, plan.config))
     topic_id = codecs.topic_id_from_string(result.topic_id) if result.topic_id else None
     return nested(cls, "CreatableTopicResult", name=name, topic_id=topic_id, error_code=ErrorCode.none,
                   error_message=None, num_partitions=len(plan.assignment),
