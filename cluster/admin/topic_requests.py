@@ -35,10 +35,10 @@ INVALID_REPLICATION_FACTOR if the brokers cannot hold it.
 
 DeleteTopics, each topic: delete.topic.enable false: INVALID_REQUEST before
 v3, TOPIC_DELETION_DISABLED from v3; a name and an id together: the whole
-request INVALID_REQUEST; an id no topic has: UNKNOWN_TOPIC_ID; not in the
-metadata: UNKNOWN_TOPIC_OR_PARTITION; an internal topic:
-INVALID_TOPIC_EXCEPTION. One already marked for deletion is answered like
-one marked now.
+request INVALID_REQUEST; an id no topic has: UNKNOWN_TOPIC_ID; an internal
+topic (created yet or not, as the CLI checks): INVALID_TOPIC_EXCEPTION; not
+in the metadata: UNKNOWN_TOPIC_OR_PARTITION. One already marked for
+deletion is answered like one marked now.
 
 Where this differs from Kafka 2.8, on purpose, with the CLI's validation:
 2.8 creates a topic whose explicit assignment names an unregistered broker
@@ -339,10 +339,10 @@ def plan_deletions(entries: list[tuple[str | None, str | None]], topic_ids: dict
             if name is None:
                 deletions.append(Deletion(None, topic_id, ErrorCode.unknown_topic_id))
                 continue
-        if name not in topic_ids:
-            deletions.append(Deletion(name, topic_id, ErrorCode.unknown_topic_or_partition))
-        elif name in INTERNAL_TOPICS:
+        if name in INTERNAL_TOPICS:
             deletions.append(Deletion(name, topic_id, ErrorCode.invalid_topic_exception))
+        elif name not in topic_ids:
+            deletions.append(Deletion(name, topic_id, ErrorCode.unknown_topic_or_partition))
         else:
             deletions.append(Deletion(name, topic_id, None))
     return deletions
