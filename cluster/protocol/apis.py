@@ -87,7 +87,7 @@ SUPPORTED: dict[int, VersionRange] = {
     DESCRIBE_CONFIGS: VersionRange(0, 4, 0),          # v0: protocol/old_versions/
     ALTER_REPLICA_LOG_DIRS: VersionRange(0, 2, 0),    # v0: kio's v1 layout
     DESCRIBE_LOG_DIRS: VersionRange(0, 4, 0),         # v0: kio's v1 layout; v5 would make kafka-python infer Kafka 4.3
-    # The topic Admin APIs at Kafka 3.0's ZooKeeper-mode ranges (v7: topic ids).
+    # The topic Admin APIs at Kafka 2.8's ranges (CreateTopics v7, DeleteTopics v6: topic ids).
     CREATE_TOPICS: VersionRange(0, 7, 0),             # v0-1: protocol/old_versions/
     DELETE_TOPICS: VersionRange(0, 6, 0),             # v0: kio's v1 request
     CREATE_PARTITIONS: VersionRange(0, 3, 0),
