@@ -31,13 +31,23 @@ SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 API_VERSIONS = 18
+DELETE_RECORDS = 21
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 DELETE_GROUPS = 42
+ELECT_LEADERS = 43
+INCREMENTAL_ALTER_CONFIGS = 44
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
 OFFSET_DELETE = 47
+DESCRIBE_CLUSTER = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,20 @@ SUPPORTED: dict[int, VersionRange] = {
     DESCRIBE_CONFIGS: VersionRange(0, 4, 0),          # v0: protocol/old_versions/
     ALTER_REPLICA_LOG_DIRS: VersionRange(0, 2, 0),    # v0: kio's v1 layout
     DESCRIBE_LOG_DIRS: VersionRange(0, 4, 0),         # v0: kio's v1 layout; v5 would make kafka-python infer Kafka 4.3
+    # The Admin API (issue 15), at Kafka 2.8's ranges where kio has them.
+    ALTER_CONFIGS: VersionRange(0, 2, 0),
+    INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1, 0),
+    DESCRIBE_CLUSTER: VersionRange(0, 1, 0),          # v2 (Kafka 4.0) adds fenced brokers: a KRaft notion
+    ELECT_LEADERS: VersionRange(0, 2, 0),
+    ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0, 0),   # v1 (Kafka 4.0): replication factor changes
+    LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0, 0),
+    DELETE_RECORDS: VersionRange(0, 2, 0),
+    # No authorizer: answered SECURITY_DISABLED. v0 predates kio (Kafka 4.0
+    # dropped it; clients since 2.0 send v1+); v3 would make kafka-python
+    # infer Kafka 3.3.
+    DESCRIBE_ACLS: VersionRange(1, 2, 1),
+    CREATE_ACLS: VersionRange(1, 2, 1),
+    DELETE_ACLS: VersionRange(1, 2, 1),
 }
 
 
