@@ -192,6 +192,7 @@ class AdminRequest(ControllerEvent):
     None from `preempt` when this broker is not (or no longer) the
     controller, which the handler answers NOT_CONTROLLER, as Kafka does."""
     reply: Callable[[object], None] = field(compare=False, repr=False)
+    name: ClassVar[str] = "AdminRequest"      # abstract: the three below are queued
 
     def preempt(self) -> None:
         self.reply(None)
@@ -202,7 +203,9 @@ class ApiElectLeaders(AdminRequest):
     """ElectLeaders: `partitions` None for every partition."""
     partitions: tuple[TopicPartition, ...] | None = None
     unclean: bool = False
-    name: ClassVar[str] = "ReplicaLeaderElection"
+    # Kafka queues a ReplicaLeaderElection with the AdminClientTriggered
+    # trigger; a name of its own keeps the names unique here.
+    name: ClassVar[str] = "AdminClientReplicaLeaderElection"
 
 
 @dataclass(frozen=True, slots=True)
