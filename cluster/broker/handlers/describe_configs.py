@@ -179,7 +179,10 @@ def _type_of(name: str, value) -> int:
 
 # --- topic ---------------------------------------------------------------------
 
-def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int]]:
+def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int, bool]]:
+    """(name, value, source, type, read only): every topic config is
+    alterable (AlterConfigs, IncrementalAlterConfigs), so none is read-only,
+    as Kafka answers."""
     overrides = services.replica_manager.topic_configs.get(topic, {})
     config, dynamic = _in_effect(services)
     defaults = config.default_log_config()
@@ -187,10 +190,10 @@ def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int]
     entries = []
     for name, (field_name, _) in sorted(TOPIC_KEYS.items()):
         if name in overrides:
-            entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING))
+            entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING, False))
         elif field_name is not None:
             value = getattr(defaults, field_name)
             broker_key = broker_keys.get(name)
             source = _dynamic_source(dynamic[broker_key][1]) if broker_key in dynamic else DEFAULT_CONFIG
-            entries.append((name, _text(value), source, _type_of(name, value)))
+            entries.append((name, _text(value), source, _type_of(name, value), False))
     return entries
