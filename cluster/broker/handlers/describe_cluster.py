@@ -7,12 +7,16 @@ from its metadata cache.
 - `include_cluster_authorized_operations`: without an authorizer Kafka
   grants every operation the CLUSTER resource has, so the bit set of those;
   otherwise Int32.MIN_VALUE ("not asked").
+- Before the controller's first UpdateMetadata the snapshot lists no broker:
+  the answer is held until it comes, at most the hold Metadata answers wait
+  (handlers/metadata.py says why), on the answer sender.
 """
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from kafkactl.cluster.broker.deferred import PendingAnswer
 from kafkactl.cluster.broker.handlers.group_answers import NO_THROTTLE
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import response_class
@@ -27,6 +31,23 @@ CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(services, header, request):
+    if not services.metadata.controller_updated():
+        return _Held(services, header, request)
+    return _answer(services, header, request)
+
+
+class _Held(PendingAnswer):
+    __slots__ = ("_args",)
+
+    def __init__(self, *args) -> None:
+        self._args = args
+
+    def answer(self):
+        self._args[0].metadata.wait_for_controller_update()
+        return _answer(*self._args)
+
+
+def _answer(services, header, request):
     cls = response_class(API_KEY, header.api_version)
     snapshot = services.metadata.snapshot
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)

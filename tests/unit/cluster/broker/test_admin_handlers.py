@@ -34,7 +34,8 @@ def services(controller=None):
     snapshot = SimpleNamespace(cluster_id="c-id", controller_id=2, brokers=brokers, topics={
         "t": SimpleNamespace(assignment=TopicAssignment({0: [1, 2], 1: [2, 1]}))})
     snapshot.leader_of = lambda topic, partition: -1
-    return SimpleNamespace(config=SimpleNamespace(broker_id=1), metadata=SimpleNamespace(snapshot=snapshot),
+    metadata = SimpleNamespace(snapshot=snapshot, controller_updated=lambda: True)
+    return SimpleNamespace(config=SimpleNamespace(broker_id=1), metadata=metadata,
                            controller=controller, admin_work=None,
                            replica_manager=SimpleNamespace(get=lambda topic, index: None))
 
@@ -80,6 +81,15 @@ def test_describe_cluster_from_the_metadata_snapshot(version):
     assert answer.cluster_authorized_operations == -2**31
     asked = roundtrip(60, version, describe_cluster.handle, services(), include_cluster_authorized_operations=True)
     assert asked.cluster_authorized_operations == describe_cluster.CLUSTER_OPERATIONS
+
+
+def test_describe_cluster_is_held_until_the_controllers_first_update():
+    svc = services()
+    waited = []
+    svc.metadata.controller_updated = lambda: False
+    svc.metadata.wait_for_controller_update = lambda: waited.append(True) or True
+    answer = roundtrip(60, 1, describe_cluster.handle, svc, include_cluster_authorized_operations=False)
+    assert waited == [True] and len(answer.brokers) == 2
 
 
 def test_describe_cluster_refuses_the_controller_endpoint_type():
