@@ -192,14 +192,23 @@ def alter(client, entity: Entity, add: Mapping[str, str], delete: Iterable[str],
     """Change one entity's overrides and announce it, in one multi; the new config."""
     stored = read_configs(client, [entity], timeout_s)[entity]
     config = altered(stored, add, delete)
+    write(client, stored, config, timeout_s)
+    return config
+
+
+def write(client, stored: StoredConfig, config: Mapping[str, str], timeout_s: float) -> bool:
+    """Replace the entity's overrides with `config` and announce it, in one
+    multi conditional on the version `stored` was read at (ConcurrentChange
+    if it moved). Nothing is written when nothing changes; whether it was."""
     writes = ConfigWrites()
     writes.set(stored, config)
-    if writes:
-        ensure_config_parents(client, timeout_s)
-        transaction = client.transaction()
-        writes.add_to(transaction)
-        commit(client, transaction, timeout_s)
-    return config
+    if not writes:
+        return False
+    ensure_config_parents(client, timeout_s)
+    transaction = client.transaction()
+    writes.add_to(transaction)
+    commit(client, transaction, timeout_s)
+    return True
 
 
 # --- what describe shows for keys a topic does not override

@@ -34,6 +34,9 @@ from kafkactl.cluster.log.errors import LogClosedError, OffsetOutOfRangeError
 from kafkactl.cluster.zk.codecs import PartitionState
 
 
+HIGH_WATERMARK = -1   # DeleteRecords' offset meaning "up to the high watermark"
+
+
 @dataclass(slots=True)
 class AppendResult:
     error: ErrorCode
@@ -316,6 +319,41 @@ class Partition:
         region = getattr(data, "region", data) if data is not None else None
         size = region.length if region is not None else 0
         return ReadResult(ErrorCode.none, high_watermark, log_.log_start_offset, region if size else None, size)
+
+    # --- DeleteRecords (leader; KIP-107)
+
+    def delete_records_on_leader(self, offset: int) -> tuple[ErrorCode, int]:
+        """(error, the offset asked): move the log start offset up to `offset`
+        (HIGH_WATERMARK: the high watermark), as Kafka's deleteRecordsOnLeader:
+        not beyond the high watermark (OFFSET_OUT_OF_RANGE), only where
+        cleanup.policy includes delete (POLICY_VIOLATION). Under the lock: a
+        leader's log is not truncated while it leads."""
+        with self.lock:
+            if not self.is_leader:
+                return ErrorCode.not_leader_or_follower, -1
+            if "delete" not in self.log.config.cleanup_policy:
+                return ErrorCode.policy_violation, -1
+            wanted = self.high_watermark if offset == HIGH_WATERMARK else offset
+            if not 0 <= wanted <= self.high_watermark:
+                return ErrorCode.offset_out_of_range, -1
+            if self.log.maybe_increment_log_start_offset(wanted):
+                self._note_change()     # fetch sessions answer the new log start offset
+            return ErrorCode.none, wanted
+
+    def low_watermark_if_leader(self, live_brokers) -> int | None:
+        """The lowest log start offset among this leader's log, its future log
+        and the followers on live brokers (Kafka's lowWatermarkIfLeader: what a
+        DeleteRecords waits to see pass its offset); None if not leader."""
+        with self.lock:
+            if not self.is_leader:
+                return None
+            low = self.log.log_start_offset
+            for broker_id, state in self.followers.items():
+                if broker_id in live_brokers:
+                    low = min(low, state.log_start_offset)
+            if self.future_log is not None:
+                low = min(low, self.future_log.log_start_offset)
+            return low
 
     # --- follower fetches (leader)
 

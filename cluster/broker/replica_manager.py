@@ -194,6 +194,22 @@ class ReplicaManager:
         session without change tracking does at every fetch."""
         self.changes.note_many(list(self.partitions))
 
+    def delete_records(self, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
+        """DeleteRecords on a partition this broker leads: (error, offset asked);
+        the long polls are woken (followers learn the new log start offset
+        from their next fetch answer)."""
+        partition = self.get(topic, index)
+        if partition is None:
+            return ErrorCode.not_leader_or_follower, -1
+        result = partition.delete_records_on_leader(offset)
+        if result[0] == ErrorCode.none:
+            self.waiters.notify(commits=False)
+        return result
+
+    def low_watermark(self, topic: str, index: int, live_brokers) -> int | None:
+        partition = self.get(topic, index)
+        return None if partition is None else partition.low_watermark_if_leader(live_brokers)
+
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {key: p.high_watermark for key, p in list(self.partitions.items())}
 

@@ -32,7 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster import fatal
 from kafkactl.cluster.controller import (
-    broker_change, deletion, failover, isr_change, offline_dirs, preferred, reassignment, shutdown, topic_change,
+    admin_requests, broker_change, deletion, failover, isr_change, offline_dirs, preferred, reassignment, shutdown, topic_change,
 )
 from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.channel import BrokerEndpoint, ControllerChannel
@@ -97,6 +97,9 @@ class Controller:
             ev.ControlledShutdown: self._on_controlled_shutdown,
             ev.StopReplicaResponseReceived: self._on_stop_replica_response,
             ev.LeaderAndIsrResponseReceived: self._on_leader_and_isr_response,
+            ev.ApiElectLeaders: self._on_elect_leaders,
+            ev.ApiPartitionReassignment: self._on_api_reassignment,
+            ev.ListPartitionReassignments: self._on_list_reassignments,
         }
 
     # --- lifecycle (any thread)
@@ -434,6 +437,56 @@ class Controller:
         states = self.state_watches.read(self.context, partitions, self.store)
         if states:
             self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
+
+    # --- the Admin API: asked by request threads (handlers/elect_leaders.py, ...), answered through `reply`
+
+    def admin_request(self, event: ev.AdminRequest) -> None:
+        """Any thread: queue it; a full queue answers None (NOT_CONTROLLER,
+        which clients retry after refreshing their metadata)."""
+        try:
+            self.events.put(event)
+        except EventQueueFull:
+            event.preempt()
+
+    def _answering(self, event: ev.AdminRequest, work: Callable[[], object]) -> None:
+        """Run `work` and reply with its result; if it fails, reply with the
+        error code (NOT_CONTROLLER when fenced) and let the failure go on."""
+        answer: object = ErrorCode.unknown_server_error
+        try:
+            answer = work()
+        except ControllerFencedError:
+            answer = ErrorCode.not_controller
+            raise
+        except ZOOKEEPER_UNAVAILABLE:
+            answer = ErrorCode.request_timed_out
+            raise
+        finally:
+            event.reply(answer)
+
+    def _on_elect_leaders(self, event: ev.ApiElectLeaders) -> None:
+        def work():
+            settled, electable = admin_requests.election_candidates(self.context, event.partitions, event.unclean)
+            if electable:
+                self._run(lambda ctx: admin_requests.elect(ctx, frozenset(electable), event.unclean))
+            results = {tp: (*result, -1) for tp, result in settled.items()}
+            results.update(admin_requests.election_results(self.context, electable, event.unclean))
+            return results
+        self._answering(event, work)
+
+    def _on_api_reassignment(self, event: ev.ApiPartitionReassignment) -> None:
+        def work():
+            results, starts, retargets = admin_requests.reassignment_requests(self.context, dict(event.targets))
+            if retargets:
+                self._run(lambda ctx: admin_requests.retarget(ctx, retargets))
+            if starts:
+                self._run(lambda ctx: reassignment.start_reassignments(ctx, starts, admin=None))
+            if any(tp in self.context.reassign_admin for tp in (*starts, *retargets)):
+                self._run(lambda ctx: admin_requests.drop_from_admin(ctx, (*starts, *retargets)))
+            return results
+        self._answering(event, work)
+
+    def _on_list_reassignments(self, event: ev.ListPartitionReassignments) -> None:
+        self._answering(event, lambda: admin_requests.ongoing_reassignments(self.context, event.partitions))
 
     # --- controlled shutdown: asked by a broker's request thread
 

@@ -183,6 +183,45 @@ class LeaderAndIsrResponseReceived(ControllerEvent):
     retriable: ClassVar[bool] = True
 
 
+# --- the Admin API (controller-only requests, handled where Kafka's controller handles them)
+
+@dataclass(frozen=True, slots=True)
+class AdminRequest(ControllerEvent):
+    """A request thread waits (through a Future, never blocking) for the
+    answer `reply` gets exactly once: the result from the event thread, or
+    None from `preempt` when this broker is not (or no longer) the
+    controller, which the handler answers NOT_CONTROLLER, as Kafka does."""
+    reply: Callable[[object], None] = field(compare=False, repr=False)
+    name: ClassVar[str] = "AdminRequest"      # abstract: the three below are queued
+
+    def preempt(self) -> None:
+        self.reply(None)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiElectLeaders(AdminRequest):
+    """ElectLeaders: `partitions` None for every partition."""
+    partitions: tuple[TopicPartition, ...] | None = None
+    unclean: bool = False
+    # Kafka queues a ReplicaLeaderElection with the AdminClientTriggered
+    # trigger; a name of its own keeps the names unique here.
+    name: ClassVar[str] = "AdminClientReplicaLeaderElection"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiPartitionReassignment(AdminRequest):
+    """AlterPartitionReassignments: per partition its target, None to cancel."""
+    targets: tuple[tuple[TopicPartition, tuple[int, ...] | None], ...] = ()
+    name: ClassVar[str] = "ApiPartitionReassignment"
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignments(AdminRequest):
+    """ListPartitionReassignments: `partitions` None for all being reassigned."""
+    partitions: tuple[TopicPartition, ...] | None = None
+    name: ClassVar[str] = "ListPartitionReassignments"
+
+
 # The event each kind of watch of ControllerReads queues (zk_reads names them).
 WATCH_EVENTS: dict[str, ControllerEvent] = {
     zk_reads.BROKER_CHANGE: BrokerChange(),

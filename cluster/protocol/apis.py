@@ -33,14 +33,24 @@ LIST_GROUPS = 16
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
+DELETE_RECORDS = 21
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
+ELECT_LEADERS = 43
+INCREMENTAL_ALTER_CONFIGS = 44
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
 OFFSET_DELETE = 47
+DESCRIBE_CLUSTER = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +101,20 @@ SUPPORTED: dict[int, VersionRange] = {
     CREATE_TOPICS: VersionRange(0, 7, 0),             # v0-1: protocol/old_versions/
     DELETE_TOPICS: VersionRange(0, 6, 0),             # v0: kio's v1 request
     CREATE_PARTITIONS: VersionRange(0, 3, 0),
+    # The Admin API (issue 15), at Kafka 2.8's ranges where kio has them.
+    ALTER_CONFIGS: VersionRange(0, 2, 0),
+    INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1, 0),
+    DESCRIBE_CLUSTER: VersionRange(0, 1, 0),          # v2 (Kafka 4.0) adds fenced brokers: a KRaft notion
+    ELECT_LEADERS: VersionRange(0, 2, 0),
+    ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0, 0),   # v1 (Kafka 4.0): replication factor changes
+    LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0, 0),
+    DELETE_RECORDS: VersionRange(0, 2, 0),
+    # No authorizer: answered SECURITY_DISABLED. v0 predates kio (Kafka 4.0
+    # dropped it; clients since 2.0 send v1+); v3 would make kafka-python
+    # infer Kafka 3.3.
+    DESCRIBE_ACLS: VersionRange(1, 2, 1),
+    CREATE_ACLS: VersionRange(1, 2, 1),
+    DELETE_ACLS: VersionRange(1, 2, 1),
 }
 
 

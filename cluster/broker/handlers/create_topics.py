@@ -148,7 +148,7 @@ def _result(services, cls, name: str, result):
     if has_field(getattr(module_of(cls), "CreatableTopicResult"), "configs"):   # v5+
         configs = tuple(nested(cls, "CreatableTopicConfigs", name=key, value=value, read_only=False,
                                config_source=source, is_sensitive=False)
-                        for key, value, source, _ in topic_entries_for(services, plan.config))
+                        for key, value, source, *_ in topic_entries_for(services, plan.config))
     topic_id = codecs.topic_id_from_string(result.topic_id) if result.topic_id else None
     return nested(cls, "CreatableTopicResult", name=name, topic_id=topic_id, error_code=ErrorCode.none,
                   error_message=None, num_partitions=len(plan.assignment),

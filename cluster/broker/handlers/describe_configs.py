@@ -179,22 +179,24 @@ def _type_of(name: str, value) -> int:
 
 # --- topic ---------------------------------------------------------------------
 
-def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int]]:
+def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int, bool]]:
     return topic_entries_for(services, services.replica_manager.topic_configs.get(topic, {}))
 
 
-def topic_entries_for(services, overrides: dict[str, str]) -> list[tuple[str, str | None, int, int]]:
-    """(name, value, source, type) of every topic key, for a topic with these overrides."""
+def topic_entries_for(services, overrides: dict[str, str]) -> list[tuple[str, str | None, int, int, bool]]:
+    """(name, value, source, type, read only) of every topic key, for a topic
+    with these overrides: every topic config is alterable (AlterConfigs,
+    IncrementalAlterConfigs), so none is read-only, as Kafka answers."""
     config, dynamic = _in_effect(services)
     defaults = config.default_log_config()
     broker_keys = {spec.topic_key: name for name, spec in broker_configs.KEYS.items() if spec.topic_key}
     entries = []
     for name, (field_name, _) in sorted(TOPIC_KEYS.items()):
         if name in overrides:
-            entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING))
+            entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING, False))
         elif field_name is not None:
             value = getattr(defaults, field_name)
             broker_key = broker_keys.get(name)
             source = _dynamic_source(dynamic[broker_key][1]) if broker_key in dynamic else DEFAULT_CONFIG
-            entries.append((name, _text(value), source, _type_of(name, value)))
+            entries.append((name, _text(value), source, _type_of(name, value), False))
     return entries

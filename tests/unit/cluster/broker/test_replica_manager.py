@@ -81,3 +81,29 @@ def test_corrupt_batch_is_refused_and_nothing_written(manager):
     corrupt[-1] ^= 1
     assert manager.append("t", 0, bytes(corrupt), 1).error == ErrorCode.corrupt_message
     assert manager.get("t", 0).log.log_end_offset == 0
+
+
+def test_delete_records_moves_the_leaders_log_start_offset_within_the_high_watermark(manager):
+    lead(manager)
+    manager.append("t", 0, batch(5), 1)                      # ISR [1]: the high watermark is 5
+    assert manager.delete_records("t", 0, 6) == (ErrorCode.offset_out_of_range, -1)
+    assert manager.delete_records("t", 0, -2) == (ErrorCode.offset_out_of_range, -1)
+    assert manager.delete_records("t", 0, 3) == (ErrorCode.none, 3)
+    assert manager.read("t", 0, 2, 1024, -1, True).error == ErrorCode.offset_out_of_range
+    assert leader_offset(manager, "t", 0, EARLIEST_TIMESTAMP, -1)[1] == 3
+    # Replica 2 has not fetched yet (its log start offset is unknown, -1): the
+    # low watermark waits for it while its broker is live, not once it is gone.
+    assert manager.low_watermark("t", 0, {1, 2}) == -1
+    assert manager.low_watermark("t", 0, {1}) == 3
+    assert manager.delete_records("t", 0, -1) == (ErrorCode.none, 5)   # -1: up to the high watermark
+    assert manager.delete_records("t", 0, 4) == (ErrorCode.none, 4)    # behind the start: nothing moves
+    assert manager.get("t", 0).log.log_start_offset == 5
+
+
+def test_delete_records_refused_on_followers_and_compacted_topics(manager):
+    lead(manager, leader=2, isr=(2, 1))
+    assert manager.delete_records("t", 0, 0) == (ErrorCode.not_leader_or_follower, -1)
+    assert manager.low_watermark("t", 0, {1, 2}) is None
+    lead(manager, epoch=1, config={"cleanup.policy": "compact"})
+    assert manager.delete_records("t", 0, 0) == (ErrorCode.policy_violation, -1)
+    assert manager.delete_records("nope", 0, 0) == (ErrorCode.not_leader_or_follower, -1)

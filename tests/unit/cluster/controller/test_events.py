@@ -36,6 +36,9 @@ HANDLERS = {
     ev.ControlledShutdown(1, 5, lambda answer: None): "_on_controlled_shutdown",
     ev.StopReplicaResponseReceived(2, 5, ((T0, 0),)): "_on_stop_replica_response",
     ev.LeaderAndIsrResponseReceived(2, 5, (T0,)): "_on_leader_and_isr_response",
+    ev.ApiElectLeaders(lambda answer: None, (T0,), False): "_on_elect_leaders",
+    ev.ApiPartitionReassignment(lambda answer: None, ((T0, (1, 2)),)): "_on_api_reassignment",
+    ev.ListPartitionReassignments(lambda answer: None, None): "_on_list_reassignments",
 }
 
 
@@ -43,7 +46,8 @@ def _all_event_types():
     # From the module's names: dataclass(slots=True) leaves the class it
     # replaced among ControllerEvent's subclasses.
     return {value for value in vars(ev).values()
-            if isinstance(value, type) and issubclass(value, ev.ControllerEvent) and value is not ev.ControllerEvent}
+            if isinstance(value, type) and issubclass(value, ev.ControllerEvent)
+            and value not in (ev.ControllerEvent, ev.AdminRequest)}
 
 
 def test_every_event_type_has_a_kafka_name_and_a_test_here():
@@ -118,6 +122,17 @@ def test_resigning_answers_a_queued_controlled_shutdown_not_controller_quickly()
     finally:
         release.set()
         controller.events.stop()
+
+
+def test_admin_requests_queued_when_there_is_no_controller_are_answered_none_at_once():
+    # None is what the handlers answer NOT_CONTROLLER for.
+    controller = Controller(1, SimpleNamespace(), ControllerConfig())
+    answers = []
+    for event in (ev.ApiElectLeaders(answers.append, (T0,), True), ev.ListPartitionReassignments(answers.append),
+                  ev.ApiPartitionReassignment(answers.append, ((T0, None),))):
+        controller.admin_request(event)
+    controller.events.process_queued()
+    assert answers == [None, None, None]
 
 
 def test_stopping_answers_a_queued_controlled_shutdown_not_controller():

@@ -1,0 +1,21 @@
+"""DeleteAcls (API 31, v1-v2): no authorizer here, so every filter is
+answered SECURITY_DISABLED with no matching ACLs, as Kafka answers."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from kafkactl.cluster.broker.handlers.describe_acls import NO_AUTHORIZER
+from kafkactl.cluster.broker.handlers.group_answers import NO_THROTTLE
+from kafkactl.cluster.protocol.build import make, nested
+from kafkactl.cluster.protocol.codec import response_class
+
+API_KEY = 31
+
+
+def handle(services, header, request):
+    cls = response_class(API_KEY, header.api_version)
+    return make(cls, throttle_time=NO_THROTTLE, filter_results=tuple(
+        nested(cls, "DeleteAclsFilterResult", error_code=ErrorCode.security_disabled,
+               error_message=NO_AUTHORIZER + ".", matching_acls=())
+        for _ in request.filters))
