@@ -1,4 +1,5 @@
-"""Helpers every noun module uses: the shared options and the ZooKeeper connection."""
+"""Helpers every noun module uses: the shared options, and the way to the
+cluster: ZooKeeper (`zookeeper(ctx)`) or either back end (`cluster_backend(ctx)`)."""
 
 from contextlib import contextmanager
 
@@ -8,8 +9,8 @@ from kafkactl.cli.options import SharedOptions
 
 # Shown under every noun's and command's --help: typer lists the shared
 # options only on the root, yet they are accepted everywhere.
-SHARED_EPILOG = ("Shared options -z/--zookeeper, --context, -o/--output, --timeout and "
-                 "--debug are accepted here too (see `kafkactl --help`).")
+SHARED_EPILOG = ("Shared options -z/--zookeeper, -b/--bootstrap-server, --context, -o/--output, --timeout "
+                 "and --debug are accepted here too (see `kafkactl --help`).")
 
 
 def shared(ctx: typer.Context) -> SharedOptions:
@@ -64,15 +65,32 @@ def completion_zookeeper(ctx: typer.Context, timeout_s: float):
         client.close()
 
 
+ADMIN_TIMEOUT_S = 30.0   # the whole command over the Admin API, whatever it asks
+
+
+def refuse_admin_api(ctx: typer.Context, why: str) -> None:
+    """Exit 2 with one line when the cluster is given by bootstrap servers and
+    only ZooKeeper can do what was asked (`why` says what it is)."""
+    from kafkactl.cli.config import ADMIN_API, resolve_target
+    from kafkactl.cli.errors import CliUsageError
+
+    target = resolve_target(shared(ctx))
+    if target.backend == ADMIN_API:
+        raise CliUsageError(f"{why}: not possible through the Admin API (bootstrap servers from "
+                            f"{target.source}); give -z/--zookeeper HOST:PORT")
+
+
 @contextmanager
-def zookeeper(ctx: typer.Context):
-    """The cluster's ZooKeeper for the length of a command, bounded by --timeout."""
+def zookeeper(ctx: typer.Context, why: str = "this command works through ZooKeeper only"):
+    """The cluster's ZooKeeper for the length of a command, bounded by --timeout;
+    exit 2 with `why` when the cluster is given by bootstrap servers."""
     from kafkactl.cluster.zk import client as zk_client
 
     from kafkactl.cli.errors import CliError
 
     from kafkactl.cli.config import resolve_zookeeper
 
+    refuse_admin_api(ctx, why)
     resolved = resolve_zookeeper(shared(ctx))
     try:
         client = connect_zookeeper(resolved.zookeeper, timeout_s(ctx, ZK_TIMEOUT_S))
@@ -82,3 +100,46 @@ def zookeeper(ctx: typer.Context):
         yield client
     finally:
         zk_client.close(client)
+
+
+def is_admin_api(ctx: typer.Context) -> bool:
+    from kafkactl.cli.config import ADMIN_API, resolve_target
+
+    return resolve_target(shared(ctx)).backend == ADMIN_API
+
+
+@contextmanager
+def cluster_backend(ctx: typer.Context, zk_timeout_s: float = ZK_TIMEOUT_S):
+    """The cluster through ZooKeeper or the Admin API, whichever was given,
+    as a ClusterBackend (cluster/admin/backend.py), for one command. Failures
+    become one-line errors: refused input exit 2, no answer exit 1."""
+    from kafkactl.cluster.admin.admin_client import AdminApiError
+    from kafkactl.cluster.admin.backend import RefusedChange, Unsupported, ZooKeeperBackend
+
+    from kafkactl.cli.errors import CliError, CliUsageError
+
+    try:
+        if is_admin_api(ctx):
+            with admin_backend(ctx) as backend:
+                yield backend
+        else:
+            with zookeeper(ctx) as client:
+                yield ZooKeeperBackend(client, timeout_s(ctx, zk_timeout_s))
+    except (RefusedChange, Unsupported) as error:
+        raise CliUsageError(str(error)) from None
+    except AdminApiError as error:
+        raise CliError(str(error)) from None
+
+
+@contextmanager
+def admin_backend(ctx: typer.Context):
+    """An AdminApiBackend on the bootstrap servers, bounded by --timeout (default 30 s)."""
+    from kafkactl.cluster.admin.admin_backend import AdminApiBackend
+    from kafkactl.cluster.admin.admin_client import AdminClient, parse_bootstrap
+
+    from kafkactl.cli.config import resolve_target
+
+    target = resolve_target(shared(ctx))
+    deadline_s = timeout_s(ctx, ADMIN_TIMEOUT_S)
+    with AdminClient(parse_bootstrap(target.address), deadline_s) as client:
+        yield AdminApiBackend(client, deadline_s)
