@@ -50,16 +50,26 @@ def connect_zookeeper(address: str, timeout_s: float):
 
 
 @contextmanager
-def completion_zookeeper(ctx: typer.Context, timeout_s: float):
-    """ZooKeeper for shell completion, from the -z/--context typed so far
+def completion_backend(ctx: typer.Context, timeout_s: float):
+    """The cluster for shell completion, from the -z/-b/--context typed so far
     (completion runs before main() lifts the shared options)."""
-    from kafkactl.cli.config import resolve_zookeeper
+    from kafkactl.cluster.admin.admin_backend import AdminApiBackend
+    from kafkactl.cluster.admin.admin_client import AdminClient, parse_bootstrap
+    from kafkactl.cluster.admin.backend import ZooKeeperBackend
+
+    from kafkactl.cli.config import ZOOKEEPER, resolve_target
 
     root = ctx.find_root().params
-    options = SharedOptions(zookeeper=root.get("zookeeper"), context=root.get("context"))
-    client = connect_zookeeper(resolve_zookeeper(options).zookeeper, timeout_s)
+    options = SharedOptions(zookeeper=root.get("zookeeper"), bootstrap_server=root.get("bootstrap_server"),
+                            context=root.get("context"))
+    target = resolve_target(options)
+    if target.backend != ZOOKEEPER:
+        with AdminClient(parse_bootstrap(target.address), timeout_s) as admin:
+            yield AdminApiBackend(admin, timeout_s)
+        return
+    client = connect_zookeeper(target.address, timeout_s)
     try:
-        yield client
+        yield ZooKeeperBackend(client, timeout_s)
     finally:
         client.stop()
         client.close()

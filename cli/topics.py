@@ -34,12 +34,10 @@ POLL_INTERVAL_S = 0.2
 def complete_topics(ctx: typer.Context, incomplete: str) -> list[str]:
     """Live topic names for shell completion; nothing at all when the cluster is out of reach."""
     try:
-        from kafkactl.cluster.admin.topics import list_topics
+        from kafkactl.cli.common import completion_backend
 
-        from kafkactl.cli.common import completion_zookeeper
-
-        with completion_zookeeper(ctx, COMPLETION_TIMEOUT_S) as client:
-            names = list_topics(client, COMPLETION_TIMEOUT_S)
+        with completion_backend(ctx, COMPLETION_TIMEOUT_S) as backend:
+            names = backend.topic_names()
     except Exception:  # noqa: BLE001 - completion must never print an error into the shell
         return []
     return [name for name in names if name.startswith(incomplete)]

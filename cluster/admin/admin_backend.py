@@ -25,7 +25,7 @@ BAD_INPUT = frozenset({
 DEFAULT_MIN_INSYNC_REPLICAS = 1
 TOPIC_CONFIG_SOURCE = 1                      # DescribeConfigs: DYNAMIC_TOPIC_CONFIG
 BROKER_CONFIG_SOURCE = 2                     # DYNAMIC_BROKER_CONFIG
-DEFAULT_BROKER_CONFIG_SOURCE = 4             # DYNAMIC_DEFAULT_BROKER_CONFIG
+DEFAULT_BROKER_CONFIG_SOURCE = 3             # DYNAMIC_DEFAULT_BROKER_CONFIG
 METADATA_POLL_S = 0.1
 
 
@@ -151,6 +151,33 @@ class AdminApiBackend:
         _raise_for(ap.altered_configs(response).get(resource, ap.Outcome("no_answer")),
                    f"IncrementalAlterConfigs of {resource[1] or 'the broker defaults'}")
 
+    def config_overrides(self, entities: list) -> dict:
+        """Each configs.Entity's dynamic configs: a topic's own, a broker's own, or the cluster-wide defaults."""
+        from kafkactl.cluster.admin import configs
+
+        found = {}
+        for entity in entities:
+            if entity.entity_type == configs.TOPICS:
+                found[entity] = self.topic_configs([entity.name], overrides_only=True)[entity.name]
+            else:
+                found[entity] = self.broker_configs(_broker_id(entity))
+        return found
+
+    def alter_config(self, entity, add: Mapping[str, str], delete: list[str]) -> dict[str, str]:
+        """IncrementalAlterConfigs, after the checks ZooKeeper's path makes; the overrides after the change."""
+        from kafkactl.cluster.admin import configs
+
+        current = self.config_overrides([entity])[entity]
+        try:
+            after = configs.altered(configs.StoredConfig(entity, dict(current), None), add, delete)
+        except configs.ConfigError as error:
+            raise RefusedChange(str(error)) from None
+        broker_id = None if entity.entity_type == configs.TOPICS else _broker_id(entity)
+        resource = (ap.TOPIC_RESOURCE, entity.name) if broker_id is None and entity.entity_type == configs.TOPICS \
+            else (ap.BROKER_RESOURCE, ap.BROKER_DEFAULT if broker_id is None else str(broker_id))
+        self.alter_configs(resource, add, delete, broker_id)
+        return after
+
     def elect(self, election_type: int, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ap.Outcome]:
         response = self.admin.send_to_controller(ap.ELECT_LEADERS, lambda v: ap.elect_leaders_request(
             v, election_type, partitions, self.admin.remaining_s()))
@@ -182,9 +209,20 @@ class AdminApiBackend:
             time.sleep(METADATA_POLL_S)
 
 
+def _broker_id(entity) -> int | None:
+    from kafkactl.cluster.admin import configs
+
+    return None if entity.name == configs.BROKER_DEFAULT else int(entity.name)
+
+
 def _values(answer, source: int | None) -> dict[str, str | None]:
+    """Every entry's value, or only those set at `source` (a level a higher one may shadow:
+    Kafka then names it among the entry's synonyms)."""
     _, entries = answer
-    return {e.name: e.value for e in entries if source is None or e.source == source}
+    if source is None:
+        return {e.name: e.value for e in entries}
+    found = {e.name: e.value_from(source) for e in entries}
+    return {name: value for name, (present, value) in found.items() if present}
 
 
 def _raise_for(outcome: ap.Outcome, what: str) -> None:

@@ -88,8 +88,18 @@ class ConfigEntry:
     name: str
     value: str | None
     read_only: bool
-    source: int                              # Kafka's ConfigSource (1: topic, 2: broker, 4: default broker, 5: static, 6: default)
+    source: int                              # Kafka's ConfigSource: 1 topic, 2 broker, 3 cluster-wide default, 4 static, 5 default
     sensitive: bool
+    synonyms: tuple[tuple[str | None, int], ...] = ()   # (value, source) of each level, highest first
+
+    def value_from(self, source: int) -> tuple[bool, str | None]:
+        """(found, value) of this key at one level (a source), from the entry or its synonyms."""
+        if self.source == source:
+            return True, self.value
+        for value, synonym_source in self.synonyms:
+            if synonym_source == source:
+                return True, value
+        return False, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +185,7 @@ def describe_configs_request(version: int, resources: Iterable[tuple[int, str]])
     cls = _request_class(DESCRIBE_CONFIGS[0], version)
     return make(cls, resources=tuple(nested(cls, "DescribeConfigsResource", resource_type=kind, resource_name=name,
                                             configuration_keys=None) for kind, name in resources),
-                include_synonyms=False, include_documentation=False)
+                include_synonyms=True, include_documentation=False)
 
 
 def described_configs(response) -> dict[tuple[int, str], tuple[Outcome, list[ConfigEntry]]]:
@@ -183,7 +193,9 @@ def described_configs(response) -> dict[tuple[int, str], tuple[Outcome, list[Con
     answers = {}
     for result in response.results:
         entries = [ConfigEntry(c.name, c.value, bool(c.read_only), int(getattr(c, "config_source", -1)),
-                               bool(c.is_sensitive)) for c in result.configs]
+                               bool(c.is_sensitive), tuple((y.value, int(y.source)) for y in getattr(c, "synonyms", ())
+                                                           if y.name == c.name))
+                   for c in result.configs]
         answers[(int(result.resource_type), result.resource_name)] = (
             Outcome(error_name(result.error_code), result.error_message), entries)
     return answers

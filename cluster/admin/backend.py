@@ -70,6 +70,10 @@ class ClusterBackend(Protocol):
 
     def delete_topics(self, names: list[str]) -> None: ...
 
+    def config_overrides(self, entities: list) -> dict: ...    # configs.Entity -> its dynamic configs
+
+    def alter_config(self, entity, add: Mapping[str, str], delete: list[str]) -> dict[str, str]: ...
+
 
 class ZooKeeperBackend:
     """Kafka's znodes, through a kazoo client open for the command."""
@@ -139,6 +143,21 @@ class ZooKeeperBackend:
         from kafkactl.cluster.admin.topics import mark_for_deletion
 
         mark_for_deletion(self.client, names, self.timeout_s)
+
+
+    def config_overrides(self, entities: list) -> dict:
+        from kafkactl.cluster.admin import configs
+
+        return {e: stored.config for e, stored in configs.read_configs(self.client, entities, self.timeout_s).items()}
+
+    def alter_config(self, entity, add: Mapping[str, str], delete: list[str]) -> dict[str, str]:
+        """The overrides after the change: config and notification in one multi."""
+        from kafkactl.cluster.admin import configs
+
+        try:
+            return configs.alter(self.client, entity, add, delete, self.timeout_s)
+        except configs.ConfigError as error:
+            raise RefusedChange(str(error)) from None
 
 
 def config_values(entries: Mapping[str, str | None], key: str) -> int | None:
