@@ -19,13 +19,6 @@ def shared(ctx: typer.Context) -> SharedOptions:
     return obj if isinstance(obj, SharedOptions) else SharedOptions()
 
 
-def zookeeper_address(ctx: typer.Context) -> str:
-    """Where to find ZooKeeper, by the documented resolution order."""
-    from kafkactl.cli.config import resolve_zookeeper
-
-    return resolve_zookeeper(shared(ctx)).zookeeper
-
-
 def unreachable_hint(source: str) -> str:
     """What to check when ZooKeeper does not answer: the local cluster only
     when the address came from a context, else where the address came from."""

@@ -61,6 +61,16 @@ class AdminApiBackend:
                                              list(p.isr)) for p in topic.partitions]
         return described
 
+    def partition_views(self, topics: list[str]) -> dict[str, dict | None]:
+        """reassignment.PartitionView per partition, as read_partitions gives them; Metadata
+        does not say which replicas a reassignment adds or removes, so none are shown moving."""
+        from kafkactl.cluster.admin.reassignment import PartitionView
+
+        described = self.describe_topics(list(dict.fromkeys(topics)))
+        return {t: None if parts is None else {
+            p.partition: PartitionView(t, p.partition, tuple(p.replicas), leader=p.leader, leader_epoch=p.leader_epoch,
+                                       isr=tuple(p.isr)) for p in parts} for t, parts in described.items()}
+
     def brokers(self) -> list:
         """Live brokers as ZooKeeper's registrations look; the Admin API gives no
         listener name, broker epoch or registration time (-1 and 0: unknown)."""

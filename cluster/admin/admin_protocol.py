@@ -88,7 +88,8 @@ class ConfigEntry:
     name: str
     value: str | None
     read_only: bool
-    source: int                              # Kafka's ConfigSource: 1 topic, 2 broker, 3 cluster-wide default, 4 static, 5 default
+    # Kafka's ConfigSource: 1 topic, 2 broker, 3 cluster-wide default, 4 static, 5 default
+    source: int
     sensitive: bool
     synonyms: tuple[tuple[str | None, int], ...] = ()   # (value, source) of each level, highest first
 
@@ -217,7 +218,8 @@ def create_topics_request(version: int, name: str, partitions: int, replication_
         partitions = replication_factor = BROKER_CHOOSES
     topic = nested(cls, "CreatableTopic", name=name, num_partitions=partitions,
                    replication_factor=replication_factor, assignments=assignments,
-                   configs=tuple(nested(cls, "CreatableTopicConfig", name=k, value=v) for k, v in sorted(configs.items())))
+                   configs=tuple(nested(cls, "CreatableTopicConfig", name=k, value=v)
+                                 for k, v in sorted(configs.items())))
     return make(cls, topics=(topic,), timeout=timeout_ms(timeout_s), validate_only=validate_only)
 
 

@@ -145,6 +145,11 @@ class ZooKeeperBackend:
         mark_for_deletion(self.client, names, self.timeout_s)
 
 
+    def partition_views(self, topics: list[str]) -> dict[str, dict | None]:
+        from kafkactl.cluster.admin.reassignment import read_partitions
+
+        return read_partitions(self.client, topics, self.timeout_s)
+
     def config_overrides(self, entities: list) -> dict:
         from kafkactl.cluster.admin import configs
 
