@@ -7,8 +7,9 @@ Kafka's rules, as kafka-topics.sh / AdminZkClient apply them:
   swapped is refused (their metric names would collide);
 - partitions are only ever added; new ones continue the existing
   assignment: Kafka's addPartitions starts the round robin at the first
-  registered broker >= partition 0's first replica, and uses that index for
-  the follower shift too, from the first new partition id on.
+  registered broker >= partition 0's first replica (the first broker when
+  there is none), and uses that index for the follower shift too, from the
+  first new partition id on.
 """
 
 from __future__ import annotations
@@ -77,13 +78,23 @@ def new_partitions_assignment(existing: dict[int, list[int]], new_count: int, br
     registered = {b.broker_id for b in brokers}
     if explicit is not None:
         return _explicit_new(explicit, current, new_count, replication_factor, registered)
-    ids = sorted(registered)
-    start_index = next((i for i, b in enumerate(ids) if b >= existing[0][0]), None)
-    rng = _FixedStart(start_index) if start_index is not None else None
     try:
-        return assign_replicas(brokers, new_count - current, replication_factor, start_partition=current, rng=rng)
+        return continued_assignment(existing, new_count, brokers)
     except AssignmentError as error:
         raise InvalidChange(f"--partitions: {error}") from None
+
+
+def continued_assignment(existing: dict[int, list[int]], new_count: int,
+                         brokers: list[BrokerInfo]) -> dict[int, list[int]]:
+    """Kafka's replicas for partitions len(existing) .. new_count-1 (the
+    module doc's rule; no broker id at or above partition 0's first replica:
+    index 0, as Kafka's max(0, indexWhere(...))); AssignmentError if the
+    brokers cannot hold them."""
+    current = len(existing)
+    ids = sorted(b.broker_id for b in brokers)
+    start_index = next((i for i, b in enumerate(ids) if b >= existing[0][0]), 0)
+    return assign_replicas(brokers, new_count - current, len(existing[0]), start_partition=current,
+                           rng=_FixedStart(start_index))
 
 
 def _explicit_new(explicit, current, new_count, replication_factor, registered) -> dict[int, list[int]]:

@@ -16,7 +16,10 @@ import time
 from kafkactl.cluster.broker.handlers import (
     alter_replica_log_dirs,
     api_versions,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_topics,
     describe_configs,
     describe_groups,
     describe_log_dirs,
@@ -67,6 +70,9 @@ HANDLERS = {
     apis.LIST_GROUPS: list_groups.handle,
     apis.DELETE_GROUPS: delete_groups.handle,
     apis.OFFSET_DELETE: offset_delete.handle,
+    apis.CREATE_TOPICS: create_topics.handle,
+    apis.DELETE_TOPICS: delete_topics.handle,
+    apis.CREATE_PARTITIONS: create_partitions.handle,
 }
 
 # Handlers that are also told the client's address (JoinGroup records it as

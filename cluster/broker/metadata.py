@@ -11,11 +11,17 @@ seen to stall on such an answer (the admin soak, issue 12). So a broker holds
 clients' Metadata answers until that first update, for at most
 `hold_until_controller_update_s` (the controller may be gone; then the
 answer is what the broker has).
+
+Admin requests that answer once their change reached this broker's metadata
+(CreateTopics, CreatePartitions, DeleteTopics: Kafka's DelayedCreatePartitions
+and DelayedDeleteTopics) wait with `wait_until`, on a condition notified at
+every replacement, never by polling.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
@@ -56,16 +62,26 @@ class MetadataCache:
         self.snapshot = MetadataSnapshot()
         self.hold_until_controller_update_s = hold_until_controller_update_s
         self._controller_updated = threading.Event()
+        self._replaced = threading.Condition()
         if hold_until_controller_update_s <= 0:
             self._controller_updated.set()
 
     def replace(self, snapshot: MetadataSnapshot) -> None:
-        self.snapshot = snapshot
+        with self._replaced:
+            self.snapshot = snapshot
+            self._replaced.notify_all()
 
     def replace_from_controller(self, snapshot: MetadataSnapshot) -> None:
         """An UpdateMetadata from the controller: held Metadata answers go out."""
-        self.snapshot = snapshot
+        self.replace(snapshot)
         self._controller_updated.set()
+
+    def wait_until(self, condition: Callable[[MetadataSnapshot], bool], timeout_s: float) -> bool:
+        """Block (never on a request-reading thread) until `condition(snapshot)`
+        holds, at most `timeout_s`; whether it held. `condition` runs under
+        the lock replacements take, once per replacement: keep it cheap."""
+        with self._replaced:
+            return self._replaced.wait_for(lambda: condition(self.snapshot), max(timeout_s, 0.0))
 
     def controller_updated(self) -> bool:
         return self._controller_updated.is_set()

@@ -50,8 +50,8 @@ class GroupEntry:
     joins: dict[str, Future] = field(default_factory=dict)    # parked JoinGroup, by member id
     syncs: dict[str, Future] = field(default_factory=dict)    # parked SyncGroup, by member id
     # Partition counts of the subscribed topics when the group last became
-    # Stable (seed 003: a growth starts a rebalance).
-    partition_counts: dict[str, int] = field(default_factory=dict)
+    # Stable (seed 003: a growth starts a rebalance); None while not Stable.
+    partition_counts: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,8 @@ class GroupShard:
             self.entries[group_id] = entry
             for member in group.members.values():
                 self._arm(group_id, TimerKind.SESSION, member.session_deadline_ms)
-            self._note_partition_counts(entry)
+            if group.state is S.STABLE:
+                self._note_partition_counts(entry)
         self.installed.add(partition)
 
     def unload(self, partition: int) -> None:
@@ -171,7 +172,7 @@ class GroupShard:
         to notice in its own metadata."""
         for group_id, entry in list(self.entries.items()):
             if entry.group.state is not S.STABLE or not entry.partition_counts:
-                continue
+                continue   # not Stable, or no subscribed topic known
             grown = [t for t, count in entry.partition_counts.items()
                      if (self.context.partition_count(t) or 0) > count]
             if grown:
@@ -207,10 +208,10 @@ class GroupShard:
                     _answer(previous, _unknown_member(parked))
                 waiting[decision.waiting_as] = future
         if entry is not None:
-            if entry.group.state is S.STABLE and not entry.partition_counts:
+            if entry.group.state is S.STABLE and entry.partition_counts is None:
                 self._note_partition_counts(entry)
             elif entry.group.state is not S.STABLE:
-                entry.partition_counts = {}
+                entry.partition_counts = None
             if decision.store is not None:
                 self._store_group(entry, decision.store)
 
@@ -252,9 +253,9 @@ class GroupShard:
         self._apply(group_id, entry, decision, None)
 
     def _note_partition_counts(self, entry: GroupEntry) -> None:
+        # A subscribed topic that does not exist counts 0: its creation is a growth too.
         topics = subscribed_topics_of(entry.group)
-        counts = {t: self.context.partition_count(t) for t in topics or ()}
-        entry.partition_counts = {t: c for t, c in counts.items() if c is not None}
+        entry.partition_counts = {t: self.context.partition_count(t) or 0 for t in topics or ()}
 
 
 def _answer(future: Future, response) -> None:

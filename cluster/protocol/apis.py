@@ -31,11 +31,14 @@ SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 API_VERSIONS = 18
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 DESCRIBE_CONFIGS = 32
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
+CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 
@@ -84,6 +87,10 @@ SUPPORTED: dict[int, VersionRange] = {
     DESCRIBE_CONFIGS: VersionRange(0, 4, 0),          # v0: protocol/old_versions/
     ALTER_REPLICA_LOG_DIRS: VersionRange(0, 2, 0),    # v0: kio's v1 layout
     DESCRIBE_LOG_DIRS: VersionRange(0, 4, 0),         # v0: kio's v1 layout; v5 would make kafka-python infer Kafka 4.3
+    # The topic Admin APIs at Kafka 2.8's ranges (CreateTopics v7, DeleteTopics v6: topic ids).
+    CREATE_TOPICS: VersionRange(0, 7, 0),             # v0-1: protocol/old_versions/
+    DELETE_TOPICS: VersionRange(0, 6, 0),             # v0: kio's v1 request
+    CREATE_PARTITIONS: VersionRange(0, 3, 0),
 }
 
 

@@ -180,7 +180,11 @@ def _type_of(name: str, value) -> int:
 # --- topic ---------------------------------------------------------------------
 
 def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int]]:
-    overrides = services.replica_manager.topic_configs.get(topic, {})
+    return topic_entries_for(services, services.replica_manager.topic_configs.get(topic, {}))
+
+
+def topic_entries_for(services, overrides: dict[str, str]) -> list[tuple[str, str | None, int, int]]:
+    """(name, value, source, type) of every topic key, for a topic with these overrides."""
     config, dynamic = _in_effect(services)
     defaults = config.default_log_config()
     broker_keys = {spec.topic_key: name for name, spec in broker_configs.KEYS.items() if spec.topic_key}

@@ -134,3 +134,18 @@ def test_consumers_start_in_the_middle_of_a_batch(shared_cluster):
         assert message.error() is None and (message.offset(), message.value()) == (41, b"mid-41")
     finally:
         consumer.close()
+
+
+def test_confluent_admin_lists_every_topic(shared_cluster):
+    # librdkafka 2.x's all-topics Metadata v12 carries three bytes after its
+    # body; Kafka ignores them, and so must the broker (it closed the connection).
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+
+    _, status = shared_cluster
+    topic = unique_topic("listed")
+    producer = Producer({"bootstrap.servers": status.bootstrap_servers})
+    producer.produce(topic, b"x")
+    assert producer.flush(30) == 0
+    listed = AdminClient({"bootstrap.servers": status.bootstrap_servers}).list_topics(timeout=15)
+    assert topic in listed.topics and listed.topics[topic].error is None

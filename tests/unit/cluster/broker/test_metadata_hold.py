@@ -81,3 +81,16 @@ def test_a_cache_without_a_hold_never_holds(tmp_path, hold_s):
     cache = MetadataCache(hold_until_controller_update_s=hold_s)
     cache.replace(UPDATED)   # filled by hand, as the unit tests of other handlers do
     assert not isinstance(dispatcher_with(tmp_path, cache).dispatch(metadata_frame()), DeferredResponse)
+
+
+def test_wait_until_wakes_on_the_replacement_that_satisfies_it_and_is_bounded_otherwise():
+    cache = MetadataCache()
+    started = time.monotonic()
+    assert not cache.wait_until(lambda s: s.controller_id == 2, 0.2)
+    assert 0.2 <= time.monotonic() - started < 2
+    replacer = threading.Timer(0.1, lambda: [cache.replace(MetadataSnapshot(controller_id=i)) for i in (1, 2)])
+    replacer.start()
+    started = time.monotonic()
+    assert cache.wait_until(lambda s: s.controller_id == 2, 10)
+    assert time.monotonic() - started < 5
+    replacer.join()

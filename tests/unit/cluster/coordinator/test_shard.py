@@ -50,13 +50,14 @@ class Writer:
         self.writes.append((partition, records, done))
 
 
-def shard(loading=False, installed=True, new_uuid=lambda: "u1", clock_ms=lambda: 1000):
+def shard(loading=False, installed=True, new_uuid=lambda: "u1", clock_ms=lambda: 1000,
+          partition_count=lambda t: 1):
     writer = Writer()
     context = CoordinatorContext(
         config=GroupConfig(initial_rebalance_delay_ms=0), clock_ms=clock_ms, new_uuid=new_uuid,
         writer=writer, partition_for=lambda group_id: PARTITION, is_loading=lambda p: loading,
         offset_metadata_max_bytes=10, offsets_retention_ms=60_000, topic_known=lambda t, p: t == "t",
-        partition_count=lambda t: 1)
+        partition_count=partition_count)
     result = GroupShard(Owner(), context)
     if installed:
         result.install(PARTITION, replay([]), [])
@@ -173,3 +174,23 @@ def test_expired_offsets_become_tombstones_and_an_emptied_group_is_removed():
     assert s.entry("g") is None
     tombstones = [(decode_key(k), v) for _, records, _ in writer.writes[1:] for k, v in records]
     assert tombstones == [(OffsetKey("g", "t", 0), None), (GroupKey("g"), None)]
+
+
+def test_a_stable_group_rebalances_when_a_subscribed_topic_gains_partitions():
+    from support.consumer_protocol import subscription
+    counts = {"t": 1}
+    s, writer = shard(partition_count=counts.get)
+    future = Future()
+    s.join(JoinRequest("g", "", "c", "/h", 10000, 20000, "consumer", (("range", subscription(["t", "later"])),),
+                       version=3), future)
+    s.owner.fire_due()
+    member_id = future.result(0).member_id
+    synced = Future()
+    s.sync(SyncRequest("g", member_id, 1, {member_id: b"a"}), synced)
+    writer.writes[0][2](E.none)
+    assert s.entry("g").group.state.value == "Stable"
+    s.check_partition_growth()
+    assert s.entry("g").group.state.value == "Stable"        # nothing grew
+    counts["later"] = 3                                        # a subscribed topic created
+    s.check_partition_growth()
+    assert s.entry("g").group.state.value == "PreparingRebalance"
