@@ -2,7 +2,9 @@
 
 From ZooKeeper: endpoints, rack, broker epoch (the registration znode's
 czxid, which Kafka uses as the broker epoch), whether it is the controller,
-and how many partitions it leads and holds. From each broker: its log dirs
+and how many partitions it leads and holds. Through the Admin API (-b) the
+same from Metadata, which names no listener and no broker epoch (shown as
+HOST:PORT and -1). From each broker: its log dirs
 with bytes used (its partitions' sizes) and free (DescribeLogDirs), and their
 media class (`log.dir.media` through DescribeConfigs; "unknown" for a broker
 that does not report it, such as Apache Kafka).
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, cluster_backend, shared, timeout_s
 
 app = typer.Typer(help="Registered brokers: endpoints, load and log dirs.", no_args_is_help=True,
                   epilog=SHARED_EPILOG)
@@ -44,22 +46,20 @@ def describe(ctx: typer.Context, broker_id: int = typer.Argument(..., metavar="I
 
 def _brokers(ctx: typer.Context, only: int | None) -> list[dict]:
     """Every registered broker (or only `only`, exit 2 if it is not registered) as plain data."""
-    from kafkactl.cluster.admin.inspect import broker_loads, read_controller
-    from kafkactl.cluster.admin.topics import describe_topics, list_topics, live_brokers
+    from kafkactl.cluster.admin.inspect import broker_loads
 
     from kafkactl.cli.errors import CliUsageError
 
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        registrations = live_brokers(client, deadline_s)
+    with cluster_backend(ctx) as backend:
+        registrations = backend.brokers()
         if only is not None:
             known = [r for r in registrations if r.broker_id == only]
             if not known:
                 ids = ",".join(str(r.broker_id) for r in registrations) or "none"
                 raise CliUsageError(f"ID: broker {only} is not registered (registered: {ids})")
             registrations = known
-        controller = read_controller(client, deadline_s)
-        described = describe_topics(client, list_topics(client, deadline_s), deadline_s)
+        controller = backend.controller()
+        described = backend.describe_topics(backend.topic_names())
     loads = broker_loads([p for parts in described.values() if parts for p in parts])
     log_dirs = _log_dirs(registrations, timeout_s(ctx, BROKER_TIMEOUT_S))
     return [_broker_data(r, controller.broker_id, loads, log_dirs[r.broker_id]) for r in registrations]

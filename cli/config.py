@@ -2,7 +2,11 @@
 
     {"current_context": "local",
      "contexts": {"local": {"zookeeper": "127.0.0.1:41234",
-                            "cluster_dir": "/home/u/.local/state/kafkactl/local"}}}
+                            "cluster_dir": "/home/u/.local/state/kafkactl/local"},
+                  "kraft": {"bootstrap_servers": "k1:9092,k2:9092"}}}
+
+A context holds one way to its cluster: a ZooKeeper address, or bootstrap
+servers for the Kafka Admin API.
 
 Location: $KAFKACTL_CONFIG, else $XDG_CONFIG_HOME/kafkactl/config.json, else
 ~/.config/kafkactl/config.json. Unknown keys are kept on rewrite, so a newer
@@ -23,6 +27,10 @@ from kafkactl.cli.options import SharedOptions
 
 ENV_CONFIG = "KAFKACTL_CONFIG"
 ENV_ZOOKEEPER = "KAFKACTL_ZOOKEEPER"
+ENV_BOOTSTRAP = "KAFKACTL_BOOTSTRAP_SERVERS"
+ZOOKEEPER = "zookeeper"            # the back ends, as Target.backend names them
+ADMIN_API = "admin-api"
+BOOTSTRAP_KEY = "bootstrap_servers"  # a context's key for the Admin API's addresses
 _CONTEXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:(\d{1,5}))?$")
 
@@ -43,6 +51,15 @@ class Resolved:
     """A ZooKeeper address and where it came from (for messages)."""
 
     zookeeper: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """How a command reaches the cluster: a back end, its address, and where that came from."""
+
+    backend: str        # ZOOKEEPER or ADMIN_API
+    address: str
     source: str
 
 
@@ -108,20 +125,62 @@ def check_zookeeper(address: str) -> str:
     return address
 
 
-def resolve_zookeeper(options: SharedOptions, config: Config | None = None,
-                      env: Mapping[str, str] = os.environ) -> Resolved:
-    """--zookeeper, then $KAFKACTL_ZOOKEEPER, then --context, then the current context."""
+def check_bootstrap(address: str) -> str:
+    """Validate HOST:PORT[,HOST:PORT...] (a port on each, as Kafka's clients need); return it stripped."""
+    address = address.strip()
+    bad = f"invalid bootstrap servers {address!r}: expected HOST:PORT[,HOST:PORT...]"
+    hosts = [h.strip() for h in address.split(",")]
+    if not address or "/" in address:
+        raise CliUsageError(bad)
+    for host in hosts:
+        match = _HOST_PORT.match(host)
+        if not match or not match.group(3) or not 0 < int(match.group(3)) < 65536:
+            raise CliUsageError(bad)
+    return ",".join(hosts)
+
+
+def resolve_target(options: SharedOptions, config: Config | None = None,
+                   env: Mapping[str, str] = os.environ) -> Target:
+    """-z or -b, then $KAFKACTL_ZOOKEEPER or $KAFKACTL_BOOTSTRAP_SERVERS, then
+    --context, then the current context: the first that is given wins."""
     if options.zookeeper:
-        return Resolved(check_zookeeper(options.zookeeper), "--zookeeper")
-    if env.get(ENV_ZOOKEEPER):
-        return Resolved(check_zookeeper(env[ENV_ZOOKEEPER]), f"${ENV_ZOOKEEPER}")
+        return Target(ZOOKEEPER, check_zookeeper(options.zookeeper), "--zookeeper")
+    if options.bootstrap_server:
+        return Target(ADMIN_API, check_bootstrap(options.bootstrap_server), "--bootstrap-server")
+    from_env = _from_env(env)
+    if from_env is not None:
+        return from_env
     config = config if config is not None else load_config(config_path(env))
     if options.context:
         return _from_context(config, options.context, "--context")
     if config.current_context:
         return _from_context(config, config.current_context, "current context")
-    raise CliUsageError("no ZooKeeper address: run `kafkactl cluster up` to start a local cluster, "
-                        "or pass --zookeeper HOST:PORT (or set a context with `kafkactl context set`)")
+    raise CliUsageError("no cluster address: run `kafkactl cluster up` to start a local cluster, "
+                        "or pass --zookeeper HOST:PORT or --bootstrap-server HOST:PORT "
+                        "(or set a context with `kafkactl context set`)")
+
+
+def _from_env(env: Mapping[str, str]) -> Target | None:
+    zookeeper, bootstrap = env.get(ENV_ZOOKEEPER), env.get(ENV_BOOTSTRAP)
+    if zookeeper and bootstrap:
+        raise CliUsageError(f"both ${ENV_ZOOKEEPER} and ${ENV_BOOTSTRAP} are set: unset one "
+                            f"(or override both with -z or -b)")
+    if zookeeper:
+        return Target(ZOOKEEPER, check_zookeeper(zookeeper), f"${ENV_ZOOKEEPER}")
+    if bootstrap:
+        return Target(ADMIN_API, check_bootstrap(bootstrap), f"${ENV_BOOTSTRAP}")
+    return None
+
+
+def resolve_zookeeper(options: SharedOptions, config: Config | None = None,
+                      env: Mapping[str, str] = os.environ) -> Resolved:
+    """The ZooKeeper address, for commands only ZooKeeper can serve: exit 2
+    when the cluster was given by its bootstrap servers."""
+    target = resolve_target(options, config, env)
+    if target.backend != ZOOKEEPER:
+        raise CliUsageError(f"this command works through ZooKeeper only, and the cluster is given by "
+                            f"bootstrap servers (from {target.source}): give -z/--zookeeper HOST:PORT")
+    return Resolved(target.address, target.source)
 
 
 def context_entry(config: Config, name: str) -> dict:
@@ -132,10 +191,15 @@ def context_entry(config: Config, name: str) -> dict:
         raise CliUsageError(f"no context named {name!r} in {config.path} (known: {known})") from None
 
 
-def _from_context(config: Config, name: str, how: str) -> Resolved:
+def _from_context(config: Config, name: str, how: str) -> Target:
     entry = context_entry(config, name)
-    address = entry.get("zookeeper")
-    if not address:
-        raise CliUsageError(f"context {name!r} has no zookeeper address; "
-                            f"set one with `kafkactl context set {name} --zookeeper HOST:PORT`")
-    return Resolved(check_zookeeper(str(address)), f"{how} {name!r}")
+    zookeeper, bootstrap = entry.get("zookeeper"), entry.get(BOOTSTRAP_KEY)
+    if zookeeper and bootstrap:
+        raise CliUsageError(f"context {name!r} has both a zookeeper address and bootstrap servers; "
+                            f"keep one with `kafkactl context set {name} -z ...` or `-b ...`")
+    if bootstrap:
+        return Target(ADMIN_API, check_bootstrap(str(bootstrap)), f"{how} {name!r}")
+    if not zookeeper:
+        raise CliUsageError(f"context {name!r} has no address; set one with `kafkactl context set {name} "
+                            f"--zookeeper HOST:PORT` or `--bootstrap-server HOST:PORT`")
+    return Target(ZOOKEEPER, check_zookeeper(str(zookeeper)), f"{how} {name!r}")

@@ -1,16 +1,18 @@
-"""`kafkactl configs`: dynamic topic and broker configs, as kafka-configs.sh writes them in ZooKeeper mode.
+"""`kafkactl configs`: dynamic topic and broker configs, as kafka-configs.sh writes them.
 
-Overrides live in /config/topics/<t>, /config/brokers/<id> and
-/config/brokers/<default>; every change also creates a
-/config/changes/config_change_ notification, in the same multi, which is
-how brokers learn of it.
+Through ZooKeeper (-z), overrides live in /config/topics/<t>,
+/config/brokers/<id> and /config/brokers/<default>; every change also
+creates a /config/changes/config_change_ notification, in the same multi,
+which is how brokers learn of it. Through the Admin API (-b): DescribeConfigs
+(the dynamic sources only) and IncrementalAlterConfigs, a broker's own
+configs sent to that broker. Either way keys and values are checked first.
 """
 
 from __future__ import annotations
 
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, cluster_backend, shared
 from kafkactl.cli.errors import CliError, CliUsageError
 
 app = typer.Typer(help="Describe and alter dynamic topic and broker configs.", no_args_is_help=True,
@@ -36,13 +38,12 @@ def describe(ctx: typer.Context, topic: str | None = _TOPIC, broker: int | None 
     from kafkactl.cluster.admin import configs
 
     entity = _entity(topic, broker, broker_default)
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with cluster_backend(ctx) as backend:
         if entity.entity_type == configs.TOPICS:
-            _require_topic(client, entity.name, deadline_s)
+            _require_topic(backend, entity.name)
         wanted = [entity] if entity.entity_type == configs.TOPICS else [configs.broker_entity(None), entity]
-        stored = configs.read_configs(client, wanted, deadline_s)
-    rows = _topic_rows(stored[entity].config) if entity.entity_type == configs.TOPICS else _broker_rows(stored, entity)
+        stored = backend.config_overrides(list(dict.fromkeys(wanted)))
+    rows = _topic_rows(stored[entity]) if entity.entity_type == configs.TOPICS else _broker_rows(stored, entity)
     _emit(ctx, rows, lambda: _table(rows))
 
 
@@ -80,14 +81,11 @@ def alter(
         configs.validate(entity, additions)   # before connecting: bad input never waits on ZooKeeper
     except configs.ConfigError as error:
         raise CliUsageError(f"--add {error}") from None
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with cluster_backend(ctx) as backend:
         if entity.entity_type == configs.TOPICS:
-            _require_topic(client, entity.name, deadline_s)
+            _require_topic(backend, entity.name)
         try:
-            config = configs.alter(client, entity, additions, deletions, deadline_s)
-        except configs.ConfigError as error:
-            raise CliUsageError(str(error)) from None
+            config = backend.alter_config(entity, additions, deletions)
         except configs.ConcurrentChange as error:
             raise CliError(str(error)) from None
     result = {"entity": entity.entity_path, "config": config}
@@ -124,11 +122,8 @@ def _entity(topic: str | None, broker: int | None, broker_default: bool):
     return configs.broker_entity(None if broker_default else broker)
 
 
-def _require_topic(client, topic: str, deadline_s: float) -> None:
-    from kafkactl.cluster.zk import layout
-    from kafkactl.cluster.zk.client import wait
-
-    if wait(client.exists_async(layout.topic(topic)), deadline_s) is None:
+def _require_topic(backend, topic: str) -> None:
+    if backend.describe_topics([topic])[topic] is None:
         raise CliUsageError(f"--topic: topic {topic!r} does not exist (see `kafkactl topics list`)")
 
 
@@ -158,8 +153,8 @@ def _broker_rows(stored: dict, entity) -> list[dict]:
     broker reading it would: `applied` by kafkactl's broker, or a note why not."""
     from kafkactl.cluster.admin import broker_configs, configs
 
-    default = stored[configs.broker_entity(None)].config
-    own = stored[entity].config if entity.name != configs.BROKER_DEFAULT else {}
+    default = stored[configs.broker_entity(None)]
+    own = stored[entity] if entity.name != configs.BROKER_DEFAULT else {}
     rows = {}
     for level, source, per_broker in ((default, "cluster default", False), (own, f"broker {entity.name}", True)):
         for key, value in level.items():

@@ -1,4 +1,8 @@
-"""`kafkactl elect`: preferred and unclean leader elections, as kafka-leader-election.sh asks for them in ZooKeeper mode."""
+"""`kafkactl elect`: preferred and unclean leader elections, as kafka-leader-election.sh asks for them.
+
+Through ZooKeeper (-z) the ZooKeeper-mode way (below); through the Admin API
+(-b) with ElectLeaders (cli/elect_admin.py). Both report the same outcomes.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, cluster_backend, shared, timeout_s
 from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
@@ -32,15 +36,24 @@ def preferred(ctx: typer.Context, all_: bool = _ALL, topic: str | None = _TOPIC,
     move (preferred replica alive and in the ISR, not already leading, not
     being reassigned); refused while an earlier election is in progress.
     Reports old -> new leader and epoch, and why others could not move
-    (--timeout bounds the wait, default 60 s). Exit 1 if any could not."""
+    (--timeout bounds the wait, default 60 s). Exit 1 if any could not.
+    With -b: ElectLeaders (PREFERRED) for the partitions that can move."""
     from kafkactl.cluster.admin import election
+    from kafkactl.cluster.admin.backend import ADMIN_API
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with cluster_backend(ctx) as backend:
+        if backend.kind == ADMIN_API:
+            from kafkactl.cli.elect_admin import elect
+
+            asked, views, live = _select(backend, all_, topic, partition, plan)
+            _report(ctx, elect(ctx, backend, "preferred", asked, views, live, no_wait))
+            return
+        client = backend.client
         if election.preferred_running(client, zk_timeout_s):
             raise CliError("a preferred replica election is in progress (/admin/preferred_replica_election "
                            "exists); wait for the controller to finish it")
-        asked, views, live = _select(client, all_, topic, partition, plan, zk_timeout_s)
+        asked, views, live = _select(backend, all_, topic, partition, plan)
         eligible, outcomes = election.split(views, asked, live, election.preferred_obstacle)
         if eligible:
             try:
@@ -69,17 +82,31 @@ def unclean(ctx: typer.Context, all_: bool = _ALL, topic: str | None = _TOPIC, p
     then restores each topic's previous setting. Partitions with a live
     leader need nothing; those with no live replica cannot be elected.
     --no-wait is refused: the setting can only be restored after the
-    election. Exit 1 if any asked-for partition could not be elected."""
+    election. Exit 1 if any asked-for partition could not be elected.
+    With -b: ElectLeaders (UNCLEAN) for the asked-for partitions only, which
+    needs no config change (--no-wait then returns after the request)."""
     from kafkactl.cluster.admin import configs, election
+    from kafkactl.cluster.admin.backend import ADMIN_API
 
-    if no_wait:
+    from kafkactl.cli.common import is_admin_api
+
+    if no_wait and not is_admin_api(ctx):
         raise CliUsageError("--no-wait: an unclean election must be waited for, so that each topic's "
                             "unclean.leader.election.enable can be restored after it")
     from kafkactl.cli.reassign import confirm_or_refuse
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        asked, views, live = _select(client, all_, topic, partition, plan, zk_timeout_s)
+    with cluster_backend(ctx) as backend:
+        asked, views, live = _select(backend, all_, topic, partition, plan)
+        if backend.kind == ADMIN_API:
+            from kafkactl.cli.elect_admin import elect
+
+            eligible, _ = election.split(views, asked, live, election.unclean_obstacle)
+            if eligible:
+                confirm_or_refuse(_unclean_prompt(eligible, []), yes)
+            _report(ctx, elect(ctx, backend, "unclean", asked, views, live, no_wait))
+            return
+        client = backend.client
         eligible, outcomes = election.split(views, asked, live, election.unclean_obstacle)
         if eligible:
             topics = sorted({t for t, _ in eligible})
@@ -97,15 +124,14 @@ def unclean(ctx: typer.Context, all_: bool = _ALL, topic: str | None = _TOPIC, p
     _report(ctx, outcomes)
 
 
-def _select(client, all_: bool, topic: str | None, partition: int | None, plan: Path | None, zk_timeout_s: float):
+def _select(backend, all_: bool, topic: str | None, partition: int | None, plan: Path | None):
     """(asked partitions, views of their topics' partitions, live broker ids); exit 2 on bad input."""
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_election_partitions
-    from kafkactl.cluster.admin.topics import list_topics, live_brokers
 
     pairs = _plan_pairs(all_, topic, partition, plan)
-    topics = list_topics(client, zk_timeout_s) if all_ else sorted({t for t, _ in pairs}) if pairs else [topic]
-    views = ra.read_partitions(client, topics, zk_timeout_s)
+    topics = backend.topic_names() if all_ else sorted({t for t, _ in pairs}) if pairs else [topic]
+    views = backend.partition_views(topics)
     flat = ra.flatten(views)
     if pairs is not None:
         try:
@@ -122,7 +148,7 @@ def _select(client, all_: bool, topic: str | None, partition: int | None, plan: 
             raise CliUsageError(f"--partition: topic {topic!r} has no partition {partition} "
                                 f"(it has 0..{max(views[topic])})")
         asked = [(topic, partition)] if partition is not None else sorted(tp for tp in flat if tp[0] == topic)
-    return asked, flat, {b.broker_id for b in live_brokers(client, zk_timeout_s)}
+    return asked, flat, {b.broker_id for b in backend.brokers()}
 
 
 def _plan_pairs(all_: bool, topic: str | None, partition: int | None, plan: Path | None):

@@ -1,7 +1,8 @@
 """`kafkactl groups`: consumer groups, as kafka-consumer-groups.sh shows and changes them.
 
-Spoken over the Kafka protocol to the brokers registered in ZooKeeper
-(cluster/admin/group_queries.py), so it works on any ZooKeeper-mode Kafka:
+Spoken over the Kafka protocol to the brokers registered in ZooKeeper (-z),
+or those Metadata names (-b) (cluster/admin/group_queries.py), so it works
+on any Kafka, ZooKeeper-mode or KRaft:
 each group's coordinator answers for its members and committed offsets,
 each partition's leader for its log end offset. Lag is the log end offset
 minus the committed offset (cluster/admin/group_offsets.py).
@@ -28,12 +29,11 @@ def complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
     try:
         from kafkactl.cluster.admin.broker_queries import BrokerAddress
         from kafkactl.cluster.admin.group_queries import GroupAdmin
-        from kafkactl.cluster.admin.topics import live_brokers
 
-        from kafkactl.cli.common import completion_zookeeper
+        from kafkactl.cli.common import completion_backend
 
-        with completion_zookeeper(ctx, COMPLETION_TIMEOUT_S) as client:
-            brokers = [BrokerAddress(b.broker_id, b.host, b.port) for b in live_brokers(client, COMPLETION_TIMEOUT_S)]
+        with completion_backend(ctx, COMPLETION_TIMEOUT_S) as backend:
+            brokers = [BrokerAddress(b.broker_id, b.host, b.port) for b in backend.brokers()]
         with GroupAdmin(brokers, COMPLETION_TIMEOUT_S) as admin:
             groups, _ = admin.list_groups()
     except Exception:  # noqa: BLE001 - completion must never print an error into the shell

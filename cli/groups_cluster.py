@@ -1,8 +1,9 @@
-"""What every `kafkactl groups` command needs: the brokers from ZooKeeper, a
-GroupAdmin on them, and partitions' offsets from their leaders.
+"""What every `kafkactl groups` command needs: the brokers, a GroupAdmin on
+them, and partitions' offsets from their leaders.
 
-The brokers are those registered in /brokers/ids (as Kafka's ZooKeeper-mode
-tools find them); partition leaders come from the partition state znodes.
+Through ZooKeeper (-z) the brokers are those registered in /brokers/ids (as
+Kafka's ZooKeeper-mode tools find them) and partition leaders come from the
+partition state znodes; through the Admin API (-b) both come from Metadata.
 Everything runs under the command's deadline (--timeout, default 30 s): a
 `GroupQueryError` (no answer in time) becomes a one-line CliError.
 """
@@ -16,10 +17,11 @@ from dataclasses import dataclass
 
 import typer
 
-from kafkactl.cli.common import ZK_TIMEOUT_S, timeout_s, zookeeper
+from kafkactl.cli.common import cluster_backend, timeout_s
 from kafkactl.cli.errors import CliError
 
 GROUP_TIMEOUT_S = 30.0
+ZK_CALL_TIMEOUT_S = 10.0         # one ZooKeeper call (the deadline above bounds the command)
 # A leader that moved or is still starting: its partitions are asked again,
 # the leaders read again from ZooKeeper, this many times.
 LEADER_ATTEMPTS = 3
@@ -32,7 +34,7 @@ TopicPartition = tuple[str, int]
 
 @dataclass
 class GroupCluster:
-    zk: object                      # the kazoo client, open for the command
+    backend: object                 # the ClusterBackend, open for the command
     admin: object                   # GroupAdmin
     brokers: dict                   # broker id -> BrokerAddress
     deadline_s: float
@@ -40,20 +42,19 @@ class GroupCluster:
 
 @contextmanager
 def group_cluster(ctx: typer.Context) -> Iterator[GroupCluster]:
-    """ZooKeeper and a GroupAdmin on the registered brokers, for one command."""
+    """The cluster (either back end) and a GroupAdmin on its brokers, for one command."""
     from kafkactl.cluster.admin.broker_queries import BrokerAddress
     from kafkactl.cluster.admin.group_queries import GroupAdmin, GroupQueryError
-    from kafkactl.cluster.admin.topics import live_brokers
 
     deadline_s = timeout_s(ctx, GROUP_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        registrations = live_brokers(client, min(deadline_s, ZK_TIMEOUT_S))
+    with cluster_backend(ctx, min(deadline_s, ZK_CALL_TIMEOUT_S)) as backend:
+        registrations = backend.brokers()
         if not registrations:
             raise CliError("no broker is registered in ZooKeeper (/brokers/ids is empty): is the cluster up?")
         brokers = {r.broker_id: BrokerAddress(r.broker_id, r.host, r.port) for r in registrations}
         admin = GroupAdmin(brokers.values(), deadline_s)
         try:
-            yield GroupCluster(client, admin, brokers, deadline_s)
+            yield GroupCluster(backend, admin, brokers, deadline_s)
         except GroupQueryError as error:
             raise CliError(str(error)) from None
         finally:
@@ -62,9 +63,7 @@ def group_cluster(ctx: typer.Context) -> Iterator[GroupCluster]:
 
 def partition_counts(cluster: GroupCluster, topics: Iterable[str]) -> dict[str, int | None]:
     """Per topic its number of partitions, None for a topic that does not exist."""
-    from kafkactl.cluster.admin.topics import describe_topics
-
-    described = describe_topics(cluster.zk, sorted(set(topics)), min(cluster.deadline_s, ZK_TIMEOUT_S))
+    described = cluster.backend.describe_topics(sorted(set(topics)))
     return {t: None if parts is None else len(parts) for t, parts in described.items()}
 
 
@@ -92,10 +91,8 @@ def log_offsets(cluster: GroupCluster, timestamps: Mapping[TopicPartition, int])
 
 
 def _leaders(cluster: GroupCluster, partitions: Iterable[TopicPartition]) -> dict:
-    from kafkactl.cluster.admin.topics import describe_topics
-
     wanted = set(partitions)
-    described = describe_topics(cluster.zk, sorted({t for t, _ in wanted}), min(cluster.deadline_s, ZK_TIMEOUT_S))
+    described = cluster.backend.describe_topics(sorted({t for t, _ in wanted}))
     leaders = {}
     for parts in described.values():
         for info in parts or ():

@@ -38,7 +38,8 @@ def isr(
         from kafkactl.cli.errors import CliUsageError
 
         raise CliUsageError(f"--interval {interval!r}: give a positive number of seconds")
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "kafkactl isr shows when each ISR last changed (the partition state znode's time), "
+                        "which only ZooKeeper knows; `kafkactl topics describe` shows leaders and ISRs") as client:
         if not watch:
             _show(ctx, client, list(topics or []))
             return

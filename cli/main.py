@@ -6,7 +6,8 @@ name to NOUNS. Noun modules must keep their top-level imports light
 (typer and the stdlib): heavy modules (kazoo, kio, tabulate, the broker) are
 imported inside the commands, so `kafkactl --help` stays fast.
 
-Shared options (-z/--zookeeper, --context, -o/--output, --timeout, --debug)
+Shared options (-z/--zookeeper, -b/--bootstrap-server, --context, -o/--output,
+--timeout, --debug)
 are lifted out of argv before typer parses it; see options.py.
 """
 
@@ -27,7 +28,7 @@ NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassi
 
 app = typer.Typer(
     name=PROG,
-    help="Administer ZooKeeper-mode Kafka clusters, and run a local one.",
+    help="Administer Kafka clusters through ZooKeeper (-z) or the Admin API (-b), and run a local one.",
     no_args_is_help=True,
     # Plain click help: rendering with rich costs more start-up time than it is worth.
     rich_markup_mode=None,
@@ -44,6 +45,10 @@ def root(
     zookeeper: str | None = typer.Option(
         None, "--zookeeper", "-z", metavar="HOST:PORT[/chroot]",
         help="ZooKeeper to talk to [env: KAFKACTL_ZOOKEEPER]; overrides --context."),
+    bootstrap_server: str | None = typer.Option(
+        None, "--bootstrap-server", "-b", metavar="HOST:PORT[,HOST:PORT]",
+        help="Brokers to talk to through the Kafka Admin API instead of ZooKeeper (also KRaft clusters) "
+             "[env: KAFKACTL_BOOTSTRAP_SERVERS]; overrides --context."),
     context: str | None = typer.Option(None, "--context", metavar="NAME",
                                        help="Use this context from the config file."),
     output: str | None = typer.Option(None, "--output", "-o", metavar="table|json|yaml",
@@ -56,7 +61,7 @@ def root(
     # are declared here for --help, completion, and callers that run `app`
     # directly (e.g. typer's CliRunner), for which they are merged in.
     base = ctx.obj if isinstance(ctx.obj, SharedOptions) else SharedOptions()
-    ctx.obj = merge(base, zookeeper=zookeeper, context=context, output=output,
+    ctx.obj = merge(base, zookeeper=zookeeper, bootstrap_server=bootstrap_server, context=context, output=output,
                     timeout_s=timeout, debug=debug)
     _configure_logging(ctx.obj.debug)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, cluster_backend, shared, timeout_s
 from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
@@ -43,7 +43,7 @@ def snapshot(
     """Write brokers.jsonl, log_dirs.jsonl and partitions.jsonl for the planner."""
     from kafkactl.cluster.admin.snapshot import (
         CapacityFileError, Capacities, SnapshotError, build_snapshot, load_capacity_file, out_dir_problem,
-        read_cluster, scrape_brokers, write_snapshot)
+        read_cluster_via, scrape_brokers, write_snapshot)
 
     from kafkactl.cli.output import emit
 
@@ -64,8 +64,8 @@ def snapshot(
     except CapacityFileError as error:
         raise CliUsageError(f"--capacity-file: {error}") from None
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        brokers, partitions = read_cluster(client, deadline_s)
+    with cluster_backend(ctx, deadline_s) as backend:
+        brokers, partitions = read_cluster_via(backend)
     endpoints = _endpoints(ctx, brokers, explicit, metrics_port)
     try:
         metrics = scrape_brokers(endpoints, deadline_s)
@@ -120,13 +120,13 @@ def _local_cluster_endpoints(ctx: typer.Context) -> dict[int, str]:
     """From the context's local cluster, when it is the cluster being talked to."""
     from kafkactl.cluster.local import LocalCluster, LocalClusterError
 
-    from kafkactl.cli.common import zookeeper_address
-    from kafkactl.cli.config import load_config
+    from kafkactl.cli.config import BOOTSTRAP_KEY, load_config, resolve_target
 
     config = load_config()
     name = shared(ctx).context or config.current_context
     entry = config.contexts.get(name or "", {})
-    if not entry.get("cluster_dir") or entry.get("zookeeper") != zookeeper_address(ctx):
+    address = resolve_target(shared(ctx)).address
+    if not entry.get("cluster_dir") or address not in (entry.get("zookeeper"), entry.get(BOOTSTRAP_KEY)):
         return {}
     try:
         spec = LocalCluster(entry["cluster_dir"]).spec()

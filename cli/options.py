@@ -14,8 +14,10 @@ Rules (mirroring click's own parsing):
   positional argument that happens to look like a shared option can be
   passed after it;
 - the shared option names are therefore reserved: no subcommand may define
-  an option called -z/--zookeeper, --context, -o/--output, --timeout or
-  --debug, and a subcommand option's *value* cannot be one of those words.
+  an option called -z/--zookeeper, -b/--bootstrap-server, --context,
+  -o/--output, --timeout or --debug, and a subcommand option's *value*
+  cannot be one of those words;
+- -z and -b name two ways to the same cluster, so giving both is refused.
 """
 
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ OUTPUT_FORMATS = ("table", "json", "yaml")
 @dataclass(frozen=True, slots=True)
 class SharedOptions:
     zookeeper: str | None = None   # --zookeeper/-z HOST:PORT[,HOST:PORT][/chroot]
+    bootstrap_server: str | None = None  # --bootstrap-server/-b HOST:PORT[,HOST:PORT]: the Admin API
     context: str | None = None     # --context NAME
     output: str = "table"          # --output/-o table|json|yaml
     timeout_s: float | None = None  # --timeout SECONDS; None: the command's default
@@ -44,6 +47,7 @@ class _Spec:
 
 _SPECS = (
     _Spec("zookeeper", True, ("--zookeeper", "-z")),
+    _Spec("bootstrap_server", True, ("--bootstrap-server", "-b")),
     _Spec("context", True, ("--context",)),
     _Spec("output", True, ("--output", "-o")),
     _Spec("timeout_s", True, ("--timeout",)),
@@ -89,7 +93,7 @@ def merge(options: SharedOptions, **given: object) -> SharedOptions:
         changes["output"] = _check_output(str(changes["output"]))
     if "timeout_s" in changes:
         changes["timeout_s"] = _check_timeout(str(changes["timeout_s"]))
-    return replace(options, **changes)
+    return _check_one_backend(replace(options, **changes))
 
 
 def _match(arg: str) -> tuple[_Spec | None, str | None]:
@@ -121,10 +125,17 @@ def _build(raw: dict[str, str | bool]) -> SharedOptions:
         values["output"] = _check_output(str(values["output"]))
     if "timeout_s" in values:
         values["timeout_s"] = _check_timeout(str(values["timeout_s"]))
-    for key in ("zookeeper", "context"):
+    for key in ("zookeeper", "bootstrap_server", "context"):
         if key in values and not str(values[key]).strip():
-            raise CliUsageError(f"option --{key} needs a non-empty value")
-    return SharedOptions(**values)
+            raise CliUsageError(f"option --{key.replace('_', '-')} needs a non-empty value")
+    return _check_one_backend(SharedOptions(**values))
+
+
+def _check_one_backend(options: SharedOptions) -> SharedOptions:
+    if options.zookeeper and options.bootstrap_server:
+        raise CliUsageError("give -z/--zookeeper or -b/--bootstrap-server, not both "
+                            "(two ways to one cluster; pick the one to use)")
+    return options
 
 
 def _check_output(value: str) -> str:

@@ -68,7 +68,7 @@ def generate(
     if out is not None and out.exists():
         raise CliUsageError(f"--out {out}: exists; give a new file")
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "reassign generate reads the assignment and pending moves from ZooKeeper") as client:
         names = _split(topics) if topics else list_topics(client, deadline_s)
         views = ra.read_partitions(client, names, deadline_s)
         registered = {b.broker_id: b for b in live_brokers(client, deadline_s)}
@@ -144,7 +144,8 @@ def execute(
     entries = read_plan(plan)
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "reassign execute writes /admin/reassign_partitions and its throttles as "
+                        "ZooKeeper configs") as client:
         refuse_if_running(client, zk_timeout_s)
         views = ra.read_partitions(client, sorted({t for t, _ in targets}), zk_timeout_s)
         brokers = live_brokers(client, zk_timeout_s)
@@ -204,7 +205,7 @@ def verify(
     entries = read_plan(plan)
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "reassign verify removes the throttles from ZooKeeper configs") as client:
         views = ra.read_partitions(client, sorted({t for t, _ in targets}), zk_timeout_s)
         try:  # brokers may have left since: only the partitions must exist
             check_against_cluster(entries, ra.partition_numbers(views), {r for e in entries for r in e.replicas},
@@ -234,7 +235,7 @@ def status(ctx: typer.Context) -> None:
     from kafkactl.cluster.admin import reassignment as ra
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "reassign status reads /admin/reassign_partitions") as client:
         running = ra.read_running(client, zk_timeout_s)
         views = ra.flatten(ra.read_partitions(client, sorted({t for t, _ in running or {}}), zk_timeout_s))
     if not running:
@@ -272,7 +273,7 @@ def cancel(
     from kafkactl.cluster.admin import reassignment as ra
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "reassign cancel rewrites /admin/reassign_partitions") as client:
         running = ra.read_running(client, zk_timeout_s)
         if running is None:
             raise CliError("no reassignment is running, nothing to cancel (to undo a finished one, "

@@ -66,7 +66,8 @@ def alter_replication_factor(ctx: typer.Context, topic: str, factor: int, option
 
     check_options(options)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with zookeeper(ctx, "topics alter --replication-factor writes its replication throttles as ZooKeeper "
+                        "configs") as client:
         try:
             assignment, zk_version = read_assignment(client, topic, zk_timeout_s)
         except TopicNotFoundError as error:

@@ -1,11 +1,15 @@
-"""`kafkactl topics`: list, describe, create, delete and alter topics in Kafka's ZooKeeper layout.
+"""`kafkactl topics`: list, describe, create, delete and alter topics.
 
-What kafka-topics.sh does in ZooKeeper mode: creation writes
-/config/topics/<t> and /brokers/topics/<t> in one multi, deletion marks
-/admin/delete_topics/<t> for the controller, alter adds partitions to
-/brokers/topics/<t> with a write conditional on the version read. Every
-input is validated before anything is written. `alter --replication-factor`,
-which Kafka's scripts lack, is a reassignment (cli/replication_factor.py).
+Through ZooKeeper (-z), what kafka-topics.sh does in ZooKeeper mode:
+creation writes /config/topics/<t> and /brokers/topics/<t> in one multi,
+deletion marks /admin/delete_topics/<t> for the controller, alter adds
+partitions to /brokers/topics/<t> with a write conditional on the version
+read. Through the Admin API (-b): Metadata, DescribeConfigs, CreateTopics,
+DeleteTopics and CreatePartitions (cluster/admin/admin_backend.py). Either
+way kafkactl plans the replica assignment itself (so both report the same),
+and every input is validated before anything is written.
+`alter --replication-factor`, which Kafka's scripts lack, is a reassignment
+(cli/replication_factor.py).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, cluster_backend, shared, timeout_s
 from kafkactl.cli.errors import EXIT_FAILED, CliError, CliUsageError
 from kafkactl.cluster.admin.wording import counted
 
@@ -28,14 +32,12 @@ POLL_INTERVAL_S = 0.2
 
 
 def complete_topics(ctx: typer.Context, incomplete: str) -> list[str]:
-    """Live topic names for shell completion; nothing at all when ZooKeeper is out of reach."""
+    """Live topic names for shell completion; nothing at all when the cluster is out of reach."""
     try:
-        from kafkactl.cluster.admin.topics import list_topics
+        from kafkactl.cli.common import completion_backend
 
-        from kafkactl.cli.common import completion_zookeeper
-
-        with completion_zookeeper(ctx, COMPLETION_TIMEOUT_S) as client:
-            names = list_topics(client, COMPLETION_TIMEOUT_S)
+        with completion_backend(ctx, COMPLETION_TIMEOUT_S) as backend:
+            names = backend.topic_names()
     except Exception:  # noqa: BLE001 - completion must never print an error into the shell
         return []
     return [name for name in names if name.startswith(incomplete)]
@@ -52,14 +54,11 @@ def list_(
         None, metavar="[PATTERN]...", help="Topic names or regular expressions matching whole names [default: all]."),
 ) -> None:
     """Topic names, one per line; those queued for deletion are marked."""
-    from kafkactl.cluster.admin.topics import list_topics, marked_for_deletion
-
     from kafkactl.cli.output import emit
 
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        names = _selected(patterns, list_topics(client, deadline_s))
-        deleting = set(marked_for_deletion(client, deadline_s))
+    with cluster_backend(ctx) as backend:
+        names = _selected(patterns, backend.topic_names())
+        deleting = set(backend.marked_for_deletion())
     lines = [f"{name} - marked for deletion" if name in deleting else name for name in names]
     emit(names, shared(ctx).output, lambda: "\n".join(lines) if lines else "(no topics)")
 
@@ -107,18 +106,14 @@ def describe(
 
 def _describe_rows(ctx: typer.Context, topics: list[str], filters: list[str]) -> list[dict]:
     from kafkactl.cluster.admin.inspect import matches, partition_health
-    from kafkactl.cluster.admin.topics import (
-        describe_topics, list_topics, live_brokers, marked_for_deletion, min_insync_replicas,
-    )
 
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        names = _selected(topics, list_topics(client, deadline_s))
-        described = describe_topics(client, names, deadline_s)
+    with cluster_backend(ctx) as backend:
+        names = _selected(topics, backend.topic_names())
+        described = backend.describe_topics(names)
         _require_existing(described)
-        live = {b.broker_id for b in live_brokers(client, deadline_s)}
-        min_isr = min_insync_replicas(client, names, deadline_s)
-        deleting = set(marked_for_deletion(client, deadline_s))
+        live = {b.broker_id for b in backend.brokers()}
+        min_isr = backend.min_insync_replicas(names)
+        deleting = set(backend.marked_for_deletion())
     rows = []
     for topic, partitions in described.items():
         for partition in partitions:
@@ -172,23 +167,22 @@ def create(
     if_not_exists: bool = typer.Option(False, "--if-not-exists", help="Succeed if the topic exists."),
 ) -> None:
     """Create a topic, with Kafka's replica assignment (rack-aware round robin) or an explicit one."""
-    from kafkactl.cluster.admin.topics import TopicExistsError, create_topic
+    from kafkactl.cluster.admin.backend import NewTopic, TopicExists
 
     from kafkactl.cli.output import emit
 
     overrides = _parse_configs(config or [])
     _validate_new_topic(name, overrides)
     explicit = _explicit_assignment(replica_assignment, partitions, replication_factor)
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        assignment = _plan_new_topic(client, name, explicit, partitions, replication_factor, deadline_s)
+    with cluster_backend(ctx) as backend:
+        assignment = _plan_new_topic(backend, name, explicit, partitions, replication_factor)
         if assignment is not None:
             if "." in name or "_" in name:
                 print("warning: topic names with '.' or '_' can collide in metric names; "
                       "use one of them, not both", file=sys.stderr)
             try:
-                create_topic(client, name, assignment, overrides, deadline_s)
-            except TopicExistsError:
+                backend.create_topic(NewTopic(name, partitions, replication_factor, explicit, overrides), assignment)
+            except TopicExists:
                 assignment = None  # created by someone else meanwhile
     if assignment is None:
         if not if_not_exists:
@@ -228,20 +222,18 @@ def _explicit_assignment(text: str | None, partitions: int | None, replication_f
         raise CliUsageError(str(error)) from None
 
 
-def _plan_new_topic(client, name, explicit, partitions, replication_factor, deadline_s):
+def _plan_new_topic(backend, name, explicit, partitions, replication_factor):
     """The new topic's assignment; None when the topic exists already."""
     from kafkactl.cluster.admin.replica_assignment import AssignmentError, BrokerInfo, assign_replicas
     from kafkactl.cluster.admin.topic_changes import InvalidChange, check_name_collision, validate_assignment
-    from kafkactl.cluster.admin.topics import list_topics, live_brokers
 
-    existing = list_topics(client, deadline_s)
+    existing = backend.topic_names()
     if name in existing:
         return None
-    registrations = live_brokers(client, deadline_s)
+    registrations = backend.brokers()
     brokers = [BrokerInfo(b.broker_id, b.rack) for b in registrations]
     if explicit is None and (partitions is None or replication_factor is None):
-        partitions, replication_factor = _broker_defaults(client, registrations, partitions, replication_factor,
-                                                          deadline_s)
+        partitions, replication_factor = _broker_defaults(backend, registrations, partitions, replication_factor)
     try:
         check_name_collision(name, existing)
         if explicit is not None:
@@ -258,23 +250,20 @@ def _plan_new_topic(client, name, explicit, partitions, replication_factor, dead
 DEFAULT_KEYS = {"num.partitions": "--partitions", "default.replication.factor": "--replication-factor"}
 
 
-def _broker_defaults(client, registrations, partitions: int | None, replication_factor: int | None,
-                     deadline_s: float) -> tuple[int, int]:
+def _broker_defaults(backend, registrations, partitions: int | None,
+                     replication_factor: int | None) -> tuple[int, int]:
     """What is not given comes from the brokers' num.partitions and
     default.replication.factor, as when Kafka's tools leave them out: asked of
     the controller (it creates topics in Kafka), else of the lowest live broker."""
-    from kafkactl.cluster.admin import broker_queries as bq
-    from kafkactl.cluster.admin.inspect import read_controller
+    from kafkactl.cluster.admin.admin_client import AdminApiError
+    from kafkactl.cluster.admin.backend import RefusedChange
 
     if not registrations:
         raise CliError("no live broker to take --partitions / --replication-factor defaults from; give both")
-    controller = read_controller(client, deadline_s).broker_id
-    chosen = next((r for r in registrations if r.broker_id == controller), registrations[0])
-    address = bq.BrokerAddress(chosen.broker_id, chosen.host, chosen.port)
-    answer = bq.ask_brokers([address], bq.broker_configs(list(DEFAULT_KEYS)), deadline_s)[chosen.broker_id]
-    if isinstance(answer, bq.BrokerQueryError):
-        raise CliError(f"broker {chosen.broker_id} did not give its defaults ({answer}); "
-                       f"give --partitions and --replication-factor")
+    try:
+        answer = backend.broker_defaults(list(DEFAULT_KEYS))
+    except (RefusedChange, AdminApiError) as error:
+        raise CliError(f"{error}; give --partitions and --replication-factor") from None
     values = []
     for key, given in (("num.partitions", partitions), ("default.replication.factor", replication_factor)):
         if given is not None:
@@ -283,7 +272,7 @@ def _broker_defaults(client, registrations, partitions: int | None, replication_
         try:
             values.append(int(answer[key]))
         except (KeyError, TypeError, ValueError):
-            raise CliError(f"broker {chosen.broker_id} has no usable {key} ({answer.get(key)!r}); "
+            raise CliError(f"the brokers have no usable {key} ({answer.get(key)!r}); "
                            f"give {DEFAULT_KEYS[key]}") from None
     return values[0], values[1]
 
@@ -309,16 +298,14 @@ def delete(
     wait: bool = typer.Option(False, "--wait", help="Wait until the controller has deleted them "
                                                     "(bounded by --timeout, default 60 s)."),
 ) -> None:
-    """Mark topics for deletion; the controller deletes them (/admin/delete_topics)."""
+    """Mark topics for deletion; the controller deletes them (/admin/delete_topics, or DeleteTopics with -b)."""
     from kafkactl.cluster.admin.topic_changes import INTERNAL_TOPICS
-    from kafkactl.cluster.admin.topics import list_topics, mark_for_deletion, marked_for_deletion
 
     internal = [n for n in names if n in INTERNAL_TOPICS]
     if internal:
         raise CliUsageError(f"TOPIC: {internal[0]!r} is an internal topic and cannot be deleted")
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
-        existing, pending = set(list_topics(client, deadline_s)), set(marked_for_deletion(client, deadline_s))
+    with cluster_backend(ctx) as backend:
+        existing, pending = set(backend.topic_names()), set(backend.marked_for_deletion())
         missing = [n for n in dict.fromkeys(names) if n not in existing]
         if missing and not if_exists:
             raise CliUsageError(f"topic {missing[0]!r} does not exist (use --if-exists to skip it)")
@@ -326,8 +313,8 @@ def delete(
         to_mark = [n for n in dict.fromkeys(names) if n in existing and n not in pending]
         if to_mark:
             _confirm(f"Delete topic(s) {', '.join(to_mark)} and all their data?", yes)
-            mark_for_deletion(client, to_mark, deadline_s)
-        gone = _wait_deleted(client, to_mark + already, ctx) if wait else None
+            backend.delete_topics(to_mark)
+        gone = _wait_deleted(backend, to_mark + already, ctx) if wait else None
     _report_deletion(ctx, to_mark, already, missing, gone)
 
 
@@ -340,23 +327,24 @@ def _confirm(question: str, yes: bool) -> None:
         raise CliError("not confirmed; nothing was changed")
 
 
-def _wait_deleted(client, topics: list[str], ctx: typer.Context) -> list[str]:
+def _wait_deleted(backend, topics: list[str], ctx: typer.Context) -> list[str]:
     """Poll until the controller removed every topic; raise if it does not in time."""
     import time
 
-    from kafkactl.cluster.admin.topics import list_topics, marked_for_deletion
+    from kafkactl.cluster.admin.backend import ZOOKEEPER
 
     deadline = time.monotonic() + timeout_s(ctx, DELETE_WAIT_TIMEOUT_S)
     while True:
         # The markers first: the controller removes a topic's znodes no later
         # than its marker, so a topic still there after its marker was seen
-        # gone was really dropped, not deleted between the two reads.
-        marked = set(marked_for_deletion(client, ZK_TIMEOUT_S))
-        existing = set(list_topics(client, ZK_TIMEOUT_S))
+        # gone was really dropped, not deleted between the two reads. (The
+        # Admin API has no markers to see: DeleteTopics was accepted.)
+        marked = set(backend.marked_for_deletion())
+        existing = set(backend.topic_names())
         remaining = [t for t in topics if t in existing]
         if not remaining:
             return topics
-        dropped = [t for t in remaining if t not in marked]
+        dropped = [t for t in remaining if t not in marked] if backend.kind == ZOOKEEPER else []
         if dropped:
             raise CliError(f"the controller dropped the deletion of {', '.join(dropped)} "
                            f"(is delete.topic.enable false on the brokers?)")
@@ -446,6 +434,7 @@ def alter(
 
 
 def _alter_partitions(ctx: typer.Context, name: str, partitions: int, replica_assignment: str | None) -> None:
+    from kafkactl.cluster.admin.backend import ZOOKEEPER
     from kafkactl.cluster.admin.topic_changes import InvalidChange, parse_replica_assignment
     from kafkactl.cluster.admin.topics import ConcurrentChangeError, TopicNotFoundError
 
@@ -455,10 +444,12 @@ def _alter_partitions(ctx: typer.Context, name: str, partitions: int, replica_as
         explicit = parse_replica_assignment(replica_assignment) if replica_assignment else None
     except InvalidChange as error:
         raise CliUsageError(str(error)) from None
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx) as client:
+    with cluster_backend(ctx) as backend:
         try:
-            added = _add_partitions(client, name, partitions, explicit, deadline_s)
+            if backend.kind == ZOOKEEPER:
+                added = _add_partitions(backend.client, name, partitions, explicit, timeout_s(ctx, ZK_TIMEOUT_S))
+            else:
+                added = _create_partitions(backend, name, partitions, explicit)
         except TopicNotFoundError as error:
             raise CliUsageError(f"{error} (see `kafkactl topics list`)") from None
         except ConcurrentChangeError as error:
@@ -488,4 +479,22 @@ def _add_partitions(client, name: str, count: int, explicit, deadline_s: float) 
         raise CliUsageError(str(error)) from None
     updated = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
     write_assignment(client, name, updated, zk_version, deadline_s)
+    return added
+
+
+def _create_partitions(backend, name: str, count: int, explicit) -> dict[int, list[int]]:
+    """CreatePartitions with the new partitions' replicas planned as through ZooKeeper."""
+    from kafkactl.cluster.admin.replica_assignment import BrokerInfo
+    from kafkactl.cluster.admin.topic_changes import InvalidChange, new_partitions_assignment
+    from kafkactl.cluster.admin.topics import TopicNotFoundError
+
+    partitions = backend.describe_topics([name])[name]
+    if partitions is None:
+        raise TopicNotFoundError(f"topic {name!r} does not exist")
+    brokers = [BrokerInfo(b.broker_id, b.rack) for b in backend.brokers()]
+    try:
+        added = new_partitions_assignment({p.partition: p.replicas for p in partitions}, count, brokers, explicit)
+    except InvalidChange as error:
+        raise CliUsageError(str(error)) from None
+    backend.add_partitions(name, count, [added[p] for p in sorted(added)])
     return added

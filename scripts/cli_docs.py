@@ -123,6 +123,21 @@ EXAMPLES: list[Example] = [
 KAFKA_TOOLS = [
     ("kafka-topics.sh --zookeeper Z --list", "kafkactl -z Z topics list"),
     ("kafka-topics.sh --zookeeper Z --describe --topic T", "kafkactl -z Z topics describe T"),
+    ("kafka-topics.sh --bootstrap-server B --list", "kafkactl -b B topics list"),
+    ("kafka-topics.sh --bootstrap-server B --describe --topic T", "kafkactl -b B topics describe T"),
+    ("kafka-topics.sh --bootstrap-server B --create --topic T --partitions 6 --replication-factor 3",
+     "kafkactl -b B topics create T -p 6 -r 3"),
+    ("kafka-topics.sh --bootstrap-server B --alter --topic T --partitions 8",
+     "kafkactl -b B topics alter T --partitions 8"),
+    ("kafka-topics.sh --bootstrap-server B --delete --topic T", "kafkactl -b B topics delete T"),
+    ("kafka-configs.sh --bootstrap-server B --entity-type topics --entity-name T --alter --add-config k=v",
+     "kafkactl -b B configs alter --topic T --add k=v"),
+    ("kafka-configs.sh --bootstrap-server B --entity-type brokers --entity-default --describe",
+     "kafkactl -b B configs describe --broker-default"),
+    ("kafka-leader-election.sh --bootstrap-server B --election-type preferred --all-topic-partitions",
+     "kafkactl -b B elect preferred --all"),
+    ("kafka-log-dirs.sh --bootstrap-server B --describe", "kafkactl -b B brokers list"),
+    ("kafka-metadata-quorum.sh / kafka-broker-api-versions.sh --bootstrap-server B", "kafkactl -b B controller show"),
     ("kafka-topics.sh ... --describe --under-replicated-partitions", "kafkactl topics describe --under-replicated-partitions"),
     ("kafka-topics.sh ... --describe --unavailable-partitions", "kafkactl topics describe --unavailable-partitions"),
     ("kafka-topics.sh ... --create --topic T --partitions 6 --replication-factor 3 --config k=v",
@@ -145,7 +160,7 @@ KAFKA_TOOLS = [
     ("kafka-leader-election.sh --election-type preferred --all-topic-partitions", "kafkactl elect preferred --all"),
     ("kafka-leader-election.sh --election-type unclean --topic T --partition 0", "kafkactl elect unclean --topic T --partition 0"),
     ("kafka-preferred-replica-election.sh --zookeeper Z", "kafkactl -z Z elect preferred --all"),
-    ("kafka-consumer-groups.sh --bootstrap-server B --list", "kafkactl groups list"),
+    ("kafka-consumer-groups.sh --bootstrap-server B --list", "kafkactl -b B groups list"),
     ("kafka-consumer-groups.sh ... --describe --group G --members --offsets", "kafkactl groups describe G"),
     ("kafka-consumer-groups.sh ... --describe --all-groups", "kafkactl groups lag [--max-lag N]"),
     ("kafka-consumer-groups.sh ... --reset-offsets --group G --topic T --to-earliest [--execute]",
@@ -154,6 +169,26 @@ KAFKA_TOOLS = [
      "kafkactl groups reset-offsets G --all-topics --shift-by -10 --export"),
     ("kafka-consumer-groups.sh ... --delete --group G", "kafkactl groups delete G"),
     ("kafka-consumer-groups.sh ... --delete-offsets --group G --topic T", "kafkactl groups delete-offsets G --topic T"),
+]
+
+
+BACKEND_TABLE = [
+    ("topics list, describe", "znodes", "Metadata, DescribeConfigs (min.insync.replicas)"),
+    ("topics create", "/brokers/topics + /config/topics, one multi", "CreateTopics (kafkactl's assignment)"),
+    ("topics alter --partitions", "conditional write of /brokers/topics/T", "CreatePartitions"),
+    ("topics alter --replication-factor", "reassignment + throttles", "refused (throttles are ZooKeeper configs)"),
+    ("topics delete", "/admin/delete_topics", "DeleteTopics (no \"marked for deletion\" state to see)"),
+    ("configs describe, alter", "/config/... + change notification", "DescribeConfigs, IncrementalAlterConfigs"),
+    ("brokers list, describe", "/brokers/ids, DescribeLogDirs", "Metadata (no listener name, no broker epoch), "
+     "DescribeLogDirs"),
+    ("controller show", "/controller, /controller_epoch", "Metadata (the id only: no epoch, no election time)"),
+    ("elect preferred", "/admin/preferred_replica_election", "ElectLeaders (PREFERRED)"),
+    ("elect unclean", "unclean.leader.election.enable, then restored", "ElectLeaders (UNCLEAN)"),
+    ("isr", "state znodes (when the ISR changed), ListOffsets", "refused (the ISR's change time is only in ZooKeeper)"),
+    ("reassign generate, execute, verify, status, cancel", "/admin/reassign_partitions, throttles",
+     "refused for now (AlterPartitionReassignments / ListPartitionReassignments are built, not wired)"),
+    ("groups ...", "brokers from /brokers/ids, leaders from znodes", "brokers and leaders from Metadata; the group APIs"),
+    ("metrics snapshot", "znodes + the brokers' metrics endpoints", "Metadata + the brokers' metrics endpoints"),
 ]
 
 
@@ -264,15 +299,29 @@ def render(ran: list[tuple[Example, str]]) -> str:
         "or its help here is stale.",
         "",
         "Shared options, accepted anywhere on the command line: `-z/--zookeeper HOST:PORT[/chroot]` "
-        "(env `KAFKACTL_ZOOKEEPER`), `--context NAME`, `-o/--output table|json|yaml`, `--timeout SECONDS`, "
+        "(env `KAFKACTL_ZOOKEEPER`), `-b/--bootstrap-server HOST:PORT[,HOST:PORT]` (env "
+        "`KAFKACTL_BOOTSTRAP_SERVERS`), `--context NAME`, `-o/--output table|json|yaml`, `--timeout SECONDS`, "
         "`--debug`. Exit codes: 0 done, 1 the operation failed or found what was asked about, 2 bad usage "
         "or bad input.",
         "",
         "## Coming from Kafka's scripts",
         "",
-        "| Apache Kafka (ZooKeeper mode) | kafkactl |",
+        "| Apache Kafka | kafkactl |",
         "|---|---|",
         *[f"| `{kafka}` | `{ours}` |" for kafka, ours in KAFKA_TOOLS],
+        "",
+        "## ZooKeeper (-z) or the Admin API (-b)",
+        "",
+        "Every command that talks to a cluster takes its address from -z/--zookeeper or "
+        "-b/--bootstrap-server (or $KAFKACTL_ZOOKEEPER / $KAFKACTL_BOOTSTRAP_SERVERS, or a context "
+        "saved with `kafkactl context set NAME -z ...` or `-b ...`); giving both is refused. "
+        "With -b kafkactl speaks only standard Admin API requests, so it also administers KRaft "
+        "clusters (Kafka 3.3+, 4.x) that have no ZooKeeper. What one way cannot do is refused "
+        "in one line, exit 2.",
+        "",
+        "| Operation | -z ZooKeeper | -b Admin API |",
+        "|---|---|---|",
+        *[f"| {operation} | {zk} | {admin} |" for operation, zk, admin in BACKEND_TABLE],
         "",
         "## Commands",
         "",

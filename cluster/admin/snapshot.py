@@ -267,19 +267,17 @@ def _positive(value, where: str, name: str) -> int:
 def read_cluster(client, timeout_s: float = SCRAPE_TIMEOUT_S) -> tuple[list, list]:
     """(live broker registrations, PartitionInfo of every topic not queued for
     deletion), with pipelined reads."""
-    from kazoo.exceptions import NoNodeError
+    from kafkactl.cluster.admin.backend import ZooKeeperBackend
 
-    from kafkactl.cluster.admin.topics import describe_topics, list_topics, live_brokers
-    from kafkactl.cluster.zk import layout
-    from kafkactl.cluster.zk.client import wait
+    return read_cluster_via(ZooKeeperBackend(client, timeout_s))
 
-    brokers = live_brokers(client, timeout_s)
-    try:
-        deleting = set(wait(client.get_children_async(layout.DELETE_TOPICS), timeout_s))
-    except NoNodeError:
-        deleting = set()
-    topics = [t for t in list_topics(client, timeout_s) if t not in deleting]
-    described = describe_topics(client, topics, timeout_s)
+
+def read_cluster_via(backend) -> tuple[list, list]:
+    """read_cluster through either back end (cluster/admin/backend.py)."""
+    brokers = backend.brokers()
+    deleting = set(backend.marked_for_deletion())
+    topics = [t for t in backend.topic_names() if t not in deleting]
+    described = backend.describe_topics(topics)
     partitions = [p for infos in described.values() if infos is not None for p in infos]
     return brokers, partitions
 

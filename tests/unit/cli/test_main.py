@@ -94,9 +94,9 @@ def test_context_commands_and_shared_options_anywhere(capsys, tmp_path):
 
     assert run(capsys, "context", "use", "dev")[0] == 0
     code, out, _ = run(capsys, "context", "current", "-o", "json")
-    assert json.loads(out) == {"zookeeper": "dev:2181", "source": "current context 'dev'"}
+    assert json.loads(out) == {"zookeeper": "dev:2181", "backend": "zookeeper", "source": "current context 'dev'"}
     code, out, _ = run(capsys, "--context", "prod", "context", "current", "-o", "yaml")
-    assert out == 'zookeeper: "zk1:2181,zk2:2181/kafka"\nsource: "--context \'prod\'"\n'
+    assert out == 'zookeeper: "zk1:2181,zk2:2181/kafka"\nbackend: zookeeper\nsource: "--context \'prod\'"\n'
 
     assert run(capsys, "context", "delete", "dev")[0] == 0
     code, out, _ = run(capsys, "context", "list", "--output=json")
