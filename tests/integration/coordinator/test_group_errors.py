@@ -179,3 +179,28 @@ def test_clients_cannot_append_to_the_offsets_topic(wire):
         topics=(metadata.MetadataRequestTopic(topic_id=None, name="__consumer_offsets"),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)).topics
     assert topic.is_internal
+
+
+def test_too_few_brokers_for_the_offsets_topic_keep_the_coordinator_unavailable(start_cluster):
+    # Kafka's rule: __consumer_offsets is not created with fewer live brokers
+    # than offsets.topic.replication.factor; FindCoordinator keeps answering
+    # COORDINATOR_NOT_AVAILABLE (retriable) until enough brokers are up.
+    import time
+
+    from kafkactl.cluster.admin.topics import list_topics
+    from kafkactl.cluster.zk.client import close, connect
+
+    _, status = start_cluster(brokers=1, overrides={"offsets.topic.replication.factor": "3"})
+    broker = status.brokers[0]
+    client = WireClient(broker.host, broker.port, timeout_s=30)
+    zk = connect(status.zookeeper_connect, session_timeout_ms=10000, connection_timeout_ms=10000)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            answer = client.request(FindCoordinatorRequest(key="g", key_type=0))
+            assert answer.error_code == E.coordinator_not_available
+            time.sleep(0.5)
+        assert "__consumer_offsets" not in list_topics(zk)
+    finally:
+        client.close()
+        close(zk)
