@@ -6,22 +6,31 @@ compaction.py decides; this module reads and writes. One clean, in order:
 2. the range: from the first segment to the first uncleanable offset
    (compaction.first_uncleanable_offset: the active segment, the high
    watermark, min.compaction.lag.ms), segments whole;
-3. the offset map of the dirty section, a segment at a time, bounded by
-   the map's capacity (the clean then ends at the first segment that did
-   not fit: compaction.py rule 8);
+3. the offset map of the dirty section (record_filter.OffsetMap), a
+   segment at a time, bounded by the map's capacity (the clean then ends at
+   the first segment that did not fit: compaction.py rule 8); a batch that
+   cannot be decoded adds no key;
 4. the segments below the end in groups (rule 6), each rewritten to a
    `.cleaned` segment without any lock: batches whose records all survive
    are copied as they are, others rebuilt (record_filter.py), emptied ones
    kept only for their producer or as their group's last (rules 5, 6); a
    batch that cannot be decoded, or a control batch, is copied unchanged;
    the copy gets the group's latest modification time (the delete horizon
-   of the next clean is read from it), and is fsynced;
+   of the next clean is read from it), and is fsynced, once;
 5. the swap under the log's lock (Log.replace_segments, segment_swap.py),
    refused if retention, a truncation or a move changed the group
    meanwhile: the copy is then deleted and the next clean starts over.
 Reads and writes go through the throttle; a stop request ends the clean
 between batches, leaving the log as it was (a `.cleaned` file at most,
 which the next load removes).
+
+Cost: the per-record work of both passes is in C (record_filter.py), so a
+clean costs a Python call per batch, not per record. Segments are read and
+the copy written in pieces of a MiB (sequential I/O, each piece paced once).
+A compressed batch is decompressed by the map's pass; its payload is kept
+for the copy's pass while it fits, beside the offset maps, in the thread's
+share of log.cleaner.dedupe.buffer.size (`memory_bytes`), so the first
+batches the copy needs are decompressed once per clean, the rest twice.
 """
 
 from __future__ import annotations
