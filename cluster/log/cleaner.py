@@ -21,7 +21,8 @@ Rules (Kafka's LogCleaner and LogCleanerManager):
   with the entries of the dir's current logs; a malformed or missing file
   is read as empty, which only makes the next clean of each log start from
   its log start offset;
-- stop() interrupts a clean between batches; the log stays as it was.
+- stop() interrupts a clean between the MiB pieces it reads and writes;
+  the log stays as it was.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ compaction.py decides; this module reads and writes. One clean, in order:
 5. the swap under the log's lock (Log.replace_segments, segment_swap.py),
    refused if retention, a truncation or a move changed the group
    meanwhile: the copy is then deleted and the next clean starts over.
-Reads and writes go through the throttle; a stop request ends the clean
-between batches, leaving the log as it was (a `.cleaned` file at most,
+Reads and writes go through the throttle, a MiB piece at a time; a stop
+request ends the clean between pieces, leaving the log as it was (a `.cleaned` file at most,
 which the next load removes).
 
 Cost: the per-record work of both passes is in C (record_filter.py), so a

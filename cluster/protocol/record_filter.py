@@ -114,7 +114,9 @@ def keep_records(header: BatchHeader, payload: bytes | memoryview, latest: Offse
 def filtered_batch(header: BatchHeader, survivors: Survivors) -> bytes:
     """The batch holding only `survivors` (some records, not all: the caller
     copies a batch whose records all survive); emptied if none is left."""
-    if not survivors.kept or survivors.data is None or survivors.max_timestamp_delta is None:
+    if survivors.data is None:   # an emptied batch here would lose every record
+        raise ValueError(f"batch at offset {header.base_offset}: every record survives, copy it as it is")
+    if not survivors.kept or survivors.max_timestamp_delta is None:
         return emptied_batch(header)
     records = survivors.data
     if header.codec != CODEC_NONE:

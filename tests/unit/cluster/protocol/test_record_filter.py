@@ -55,8 +55,10 @@ def test_survivors_keep_their_offsets_timestamps_and_the_producer_fields(codec):
 
 def test_all_records_kept_means_the_batch_is_copied_as_it_is():
     batch = build_batch([(b"a", b"1", None, T), (b"b", b"2", None, T + 1)], base_offset=5)
-    _, survivors = survivors_of(batch, latest(a=5, b=3))   # no later record of either
+    header, survivors = survivors_of(batch, latest(a=5, b=3))   # no later record of either
     assert (survivors.records, survivors.kept, survivors.data) == (2, 2, None)
+    with pytest.raises(ValueError, match="copy it as it is"):   # not rebuilt, let alone emptied
+        filtered_batch(header, survivors)
 
 
 def test_the_max_timestamp_is_the_survivors_and_stays_the_append_time_under_log_append_time():
