@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PYTHON := $(VENV)/bin/python
-# gcc and python3-dev build the C record walker (cluster/protocol/_record_check.c).
+# gcc and python3-dev build the C record walkers (cluster/protocol/_record_*.c).
 # python3-dev: the headers of Debian's python3, which the venv is made from on a
 # fresh Debian; a pyenv Python (as on the dev machines) ships its own.
 DEBIAN_PACKAGES := zookeeper default-jre-headless kcat gcc python3-dev
@@ -25,7 +25,7 @@ debian-packages:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(STAMP): pyproject.toml cluster/protocol/_record_check.c
+$(STAMP): pyproject.toml $(wildcard cluster/protocol/_*.c cluster/protocol/_*.h)
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
@@ -52,4 +52,4 @@ docs: setup
 	$(PYTHON) scripts/cli_docs.py
 
 clean:
-	rm -rf $(VENV) *.egg-info build cluster/protocol/_record_check.*.so
+	rm -rf $(VENV) *.egg-info build cluster/protocol/_record_check.*.so cluster/protocol/_record_filter.*.so

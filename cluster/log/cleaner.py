@@ -11,7 +11,9 @@ Rules (Kafka's LogCleaner and LogCleanerManager):
   passes in (`high_watermark`; None: not hosted, skipped); future logs of a
   move are not;
 - the offset map of each thread holds at most
-  log.cleaner.dedupe.buffer.size / threads at Kafka's 24 bytes a key;
+  log.cleaner.dedupe.buffer.size / threads at Kafka's 24 bytes a key; the
+  rest of that share keeps decompressed payloads between a clean's two
+  passes (log_clean.py);
 - reads and writes of all threads together stay under
   log.cleaner.io.max.bytes.per.second (throttle.py);
 - each log's first dirty offset is kept in its dir's
@@ -19,7 +21,8 @@ Rules (Kafka's LogCleaner and LogCleanerManager):
   with the entries of the dir's current logs; a malformed or missing file
   is read as empty, which only makes the next clean of each log start from
   its log start offset;
-- stop() interrupts a clean between batches; the log stays as it was.
+- stop() interrupts a clean between the MiB pieces it reads and writes;
+  the log stays as it was.
 """
 
 from __future__ import annotations
@@ -128,9 +131,11 @@ class LogCleaner:
             if log is None or high_watermark is None:
                 return None
             started = time.monotonic()
-            capacity = offset_map_capacity(self.config.dedupe_buffer_size, max(self.config.threads, 1))
+            threads = max(self.config.threads, 1)
+            capacity = offset_map_capacity(self.config.dedupe_buffer_size, threads)
             result = clean_log(log, self._first_dirty_of(tp, log), high_watermark, self._clock_ms(), capacity,
-                               paced_by(self._throttle.record, self._stop))
+                               paced_by(self._throttle.record, self._stop),
+                               memory_bytes=self.config.dedupe_buffer_size // threads)
             if result is not None:
                 self._done(tp, result.end_offset)
                 logger.info("%s-%d: cleaned %d segments up to offset %d: %d bytes read, %d written, "

@@ -25,8 +25,8 @@
  *   only bound loops, and each loop step consumes at least one byte or stops;
  * - no recursion; the message is built after the walk, with the GIL held.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_varint.h"
+
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,10 +35,11 @@
  * run meanwhile); below it, releasing costs more than the walk itself. */
 #define RELEASE_GIL_BYTES (64 * 1024)
 
+/* The first four are _varint.h's answers, in its order. */
 enum verdict {
-    VALID, PAST_END, TOO_LONG, TOO_WIDE, BAD_LENGTH, BAD_OFFSET_DELTA, NEGATIVE_KEY,
-    NEGATIVE_VALUE, FIELDS_PAST_RECORD, BAD_HEADER_COUNT, HEADER_OUTSIDE, NULL_HEADER_KEY,
-    FIELDS_END, TRAILING, NULL_KEY
+    VALID = VARINT_OK, PAST_END = VARINT_PAST_END, TOO_LONG = VARINT_TOO_LONG, TOO_WIDE = VARINT_TOO_WIDE,
+    BAD_LENGTH, BAD_OFFSET_DELTA, NEGATIVE_KEY, NEGATIVE_VALUE, FIELDS_PAST_RECORD, BAD_HEADER_COUNT,
+    HEADER_OUTSIDE, NULL_HEADER_KEY, FIELDS_END, TRAILING, NULL_KEY
 };
 
 /* The field being read, for the message; order matches FIELD_NAMES. */
@@ -60,30 +61,16 @@ typedef struct {
     Py_ssize_t null_keys, first_null_key;
 } walk;
 
-static inline int64_t zigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
-
 /* A varint of at most max_bytes (5, or 10 for a varlong) at w->pos, as the
  * reference's _varint: each byte tested against the payload's end, not the
  * record's (a field running into the next record is caught afterwards, as
  * there). Only varints are limited to 32 bits; a varlong's value is unused. */
 static enum verdict read_varint(walk *w, int max_bytes, uint64_t *out)
 {
-    uint64_t u = 0;
-    for (int i = 0; i < max_bytes; i++) {
-        if (w->pos >= w->end)
-            return PAST_END;
-        uint8_t byte = w->data[w->pos++];
-        u |= (uint64_t)(byte & 0x7F) << (7 * i);   /* 7 * 9 = 63: a defined shift */
-        if (byte < 0x80) {
-            if (max_bytes == 5 && u > 0xFFFFFFFFu) {
-                w->value = (int64_t)u;   /* < 2^35 */
-                return TOO_WIDE;
-            }
-            *out = u;
-            return VALID;
-        }
-    }
-    return TOO_LONG;
+    enum verdict v = (enum verdict)read_unsigned_varint(w->data, w->end, &w->pos, max_bytes, out);
+    if (v == TOO_WIDE)
+        w->value = (int64_t)*out;   /* < 2^35 */
+    return v;
 }
 
 /* A header key or value: length varint (-1 null) and its bytes, in the record. */

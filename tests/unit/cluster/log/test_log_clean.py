@@ -3,14 +3,19 @@ survives, offsets, CRCs, producer state, the high watermark, reads during
 the swap, and a crash at every durable step of the swap (segment_swap.py)."""
 
 import os
+import struct
 
+import crc32c
 import pytest
 
 from kafkactl.cluster.log.config import LogConfig
 from kafkactl.cluster.log.log import Log
 from kafkactl.cluster.log.log_clean import clean_log
 from kafkactl.cluster.log.segment_swap import settle_swaps
-from kafkactl.cluster.protocol.record_batch import build_batch, decode_records, validate_batches
+from kafkactl.cluster.protocol.record_batch import (
+    CODEC_LZ4, HEADER_SIZE, build_batch, decode_records, parse_header, validate_batches,
+)
+from kafkactl.cluster.protocol.record_filter import split_records
 
 T = 1_000
 UNPACED = lambda _size: True   # noqa: E731
@@ -165,6 +170,46 @@ def test_a_small_offset_map_ends_the_clean_early_and_the_next_goes_on(log):
     assert first.end_offset < log.active_segment_base_offset
     second = clean_log(log, first.end_offset, log.log_end_offset, T, 1 << 20, UNPACED)
     assert second.end_offset == log.active_segment_base_offset
+
+
+@pytest.mark.parametrize("memory_bytes", [0, 1 << 20])
+def test_a_compressed_batch_is_decompressed_once_per_clean_when_its_payload_fits_in_memory(
+        open_log, monkeypatch, memory_bytes):
+    from kafkactl.cluster.protocol import record_filter
+    log = open_log(compacted(segment_bytes=400))
+    for r in range(6):
+        log.append_as_leader(keyed([(f"k{k}", f"v{r}-{k}") for k in range(5)], codec=CODEC_LZ4), 0)
+    log.append_as_leader(keyed([("last", "x")]), 0)
+    before = contents(log)
+    calls = []
+    real = record_filter.decompress
+    monkeypatch.setattr(record_filter, "decompress", lambda codec, data: calls.append(len(data)) or real(codec, data))
+    result = clean_log(log, 0, log.log_end_offset, T, 1 << 20, UNPACED, memory_bytes=memory_bytes)
+    active = log.active_segment_base_offset
+    assert contents(log) == sorted(latest_per_key([r for r in before if r[0] < active])
+                                   + [r for r in before if r[0] >= active])
+    below = len([r for r in before if r[0] < active]) // 5   # compressed batches below the active segment
+    assert below >= 4 and result.records_read == 5 * below
+    assert len(calls) == (below if memory_bytes else 2 * below)   # the map's pass, and the copy's unless kept
+
+
+def test_a_batch_whose_records_cannot_be_read_is_copied_as_it_is_and_maps_no_key(open_log):
+    log = open_log(compacted())
+    log.append_as_leader(keyed([("k9", "old")]), 0)
+    damaged = bytearray(keyed([("k9", "new"), ("k1", "x")]))
+    second = split_records(bytes(damaged[HEADER_SIZE:]), 2, 0, 1)[1]
+    damaged[HEADER_SIZE + second.start] = 0x7E   # record 1's length (63) runs past the payload
+    struct.pack_into(">I", damaged, 17, crc32c.crc32c(bytes(damaged[21:])))   # stored as a leader would: CRC valid
+    log.append_as_leader(bytes(damaged), 0, [parse_header(damaged)])
+    for r in range(4):
+        log.append_as_leader(keyed([(f"f{r}", "v")] * 4), 0)
+    log.append_as_leader(keyed([("last", "x")]), 0)
+    stored = log.read(0, 1 << 20).region.read_bytes()
+    clean_log(log, 0, log.log_end_offset, T, 1 << 20, UNPACED)
+    data = log.read(0, 1 << 20).region.read_bytes()
+    size = validate_batches(data, 1 << 30, strict_counts=False)[0].size_bytes
+    assert [(r.offset, r.key, r.value) for r in decode_records(data[:size])] == [(0, b"k9", b"old")]  # k9 unmapped
+    assert data[size:size + len(damaged)] == stored[size:size + len(damaged)]
 
 
 # --- a crash at each durable step ---------------------------------------------------------

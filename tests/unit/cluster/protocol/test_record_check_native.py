@@ -14,7 +14,6 @@ run is made).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import random
 
@@ -23,6 +22,7 @@ import pytest
 from kafkactl.cluster.protocol import record_validation
 from kafkactl.cluster.protocol.record_batch import HEADER_SIZE, build_batch, validate_batches
 from kafkactl.cluster.protocol.record_validation import RecordValidationError, check_records_reference
+from support.payload_mutations import exact_buffer, mutate_payload
 
 MUTATIONS = 25_000
 SEEDS_ENV = "RECORD_CHECK_SEEDS"   # replay: a comma-separated list of seeds
@@ -36,11 +36,6 @@ def outcome(check, data, record_count: int, compacted: str | None = None):
     except RecordValidationError as error:
         return error.error_code, str(error), error.record_errors
     return None
-
-
-def exact_buffer(payload: bytes) -> memoryview:
-    """`payload` in an allocation of exactly its size (no trailing NUL as in bytes)."""
-    return memoryview((ctypes.c_ubyte * len(payload)).from_buffer_copy(payload)) if payload else memoryview(b"")
 
 
 # --- the native walk is the one that runs ------------------------------------------------
@@ -121,52 +116,12 @@ def _bases() -> list[tuple[bytes, int]]:
 
 
 BASES = _bases()
-INTERESTING = (0, 1, -1, -2, 2, 63, 64, -65, 127, 128, 8191, 8192, 2**31 - 1, -2**31, 2**32, 2**35, -2**62)
-
-
-def _varint(value: int, pad: int = 0) -> bytes:
-    unsigned = (value << 1) ^ (value >> 63) if value < 0 else value << 1
-    out = bytearray()
-    while unsigned >= 0x80:
-        out.append((unsigned & 0x7F) | 0x80)
-        unsigned >>= 7
-    out.append(unsigned)
-    for _ in range(pad):   # non-canonical: more continuation bytes of zero bits
-        out[-1] |= 0x80
-        out.append(0)
-    return bytes(out)
-
-
 def mutate(seed: int) -> tuple[bytes, int, list[str]]:
     """A mutated base payload, the record count to declare, and what was done (for the replay line)."""
     rng = random.Random(seed)
     base, count = BASES[rng.randrange(len(BASES))]
     data = bytearray(base)
-    done = []
-    for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        kind = rng.choice(("flip", "byte", "varint", "truncate", "insert", "delete", "count"))
-        at = rng.randrange(len(data) + 1)
-        if kind == "flip" and data:
-            at = min(at, len(data) - 1)
-            data[at] ^= 1 << rng.randrange(8)
-        elif kind == "byte" and data:
-            at = min(at, len(data) - 1)
-            data[at] = rng.choice((0x00, 0x01, 0x7F, 0x80, 0xFF, rng.randrange(256)))
-        elif kind == "varint":
-            value = rng.choice(INTERESTING + (rng.randrange(-300, 300),))
-            encoded = _varint(value, pad=rng.choice((0, 0, 0, 1, 5)))
-            if rng.random() < 0.1:
-                encoded = b"\x80" * rng.choice((5, 6, 10, 11))   # over-long
-            data[at:at + rng.randrange(1, 4)] = encoded
-        elif kind == "truncate":
-            del data[at:]
-        elif kind == "insert":
-            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 6)))
-        elif kind == "delete":
-            del data[at:at + rng.randrange(1, 4)]
-        elif kind == "count":
-            count = max(0, count + rng.choice((-2, -1, 1, 2, 1000)))
-        done.append(f"{kind}@{at}")
+    count, done = mutate_payload(rng, data, count)
     return bytes(data), count, done
 
 
