@@ -112,10 +112,12 @@ def is_admin_api(ctx: typer.Context) -> bool:
 
 
 @contextmanager
-def cluster_backend(ctx: typer.Context, zk_timeout_s: float = ZK_TIMEOUT_S):
+def cluster_backend(ctx: typer.Context, zk_timeout_s: float = ZK_TIMEOUT_S, admin_extra_s: float = 0.0):
     """The cluster through ZooKeeper or the Admin API, whichever was given,
     as a ClusterBackend (cluster/admin/backend.py), for one command. Failures
-    become one-line errors: refused input exit 2, no answer exit 1."""
+    become one-line errors: refused input exit 2, no answer exit 1.
+    `admin_extra_s`: added to the Admin API's deadline, for a command that
+    waits for up to --timeout and then still asks the cluster."""
     from kafkactl.cluster.admin.admin_client import AdminApiError
     from kafkactl.cluster.admin.backend import RefusedChange, Unsupported, ZooKeeperBackend
 
@@ -123,7 +125,7 @@ def cluster_backend(ctx: typer.Context, zk_timeout_s: float = ZK_TIMEOUT_S):
 
     try:
         if is_admin_api(ctx):
-            with admin_backend(ctx) as backend:
+            with admin_backend(ctx, admin_extra_s) as backend:
                 yield backend
         else:
             with zookeeper(ctx) as client:
@@ -135,14 +137,14 @@ def cluster_backend(ctx: typer.Context, zk_timeout_s: float = ZK_TIMEOUT_S):
 
 
 @contextmanager
-def admin_backend(ctx: typer.Context):
-    """An AdminApiBackend on the bootstrap servers, bounded by --timeout (default 30 s)."""
+def admin_backend(ctx: typer.Context, extra_s: float = 0.0):
+    """An AdminApiBackend on the bootstrap servers, bounded by --timeout (default 30 s) plus `extra_s`."""
     from kafkactl.cluster.admin.admin_backend import AdminApiBackend
     from kafkactl.cluster.admin.admin_client import AdminClient, parse_bootstrap
 
     from kafkactl.cli.config import resolve_target
 
     target = resolve_target(shared(ctx))
-    deadline_s = timeout_s(ctx, ADMIN_TIMEOUT_S)
+    deadline_s = timeout_s(ctx, ADMIN_TIMEOUT_S) + extra_s
     with AdminClient(parse_bootstrap(target.address), deadline_s) as client:
         yield AdminApiBackend(client, deadline_s)

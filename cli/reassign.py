@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, cluster_backend, is_admin_api, timeout_s, zookeeper
 from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cli.reassign_run import (
     WAIT_TIMEOUT_S, announce_rollback, confirm_or_refuse, emit as _emit, ids as _ids,
@@ -136,14 +136,23 @@ def execute(
 
     Refused while another reassignment runs. Throttles stay until `reassign
     verify` finds every partition complete. --timeout bounds --wait
-    (default 600 s)."""
+    (default 600 s). With -b: AlterPartitionReassignments, without
+    --throttle (throttles are ZooKeeper configs)."""
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
     from kafkactl.cluster.admin.topics import live_brokers
 
+    if is_admin_api(ctx):
+        from kafkactl.cli.reassign_admin import refuse_throttle
+
+        refuse_throttle(throttle)
     entries = read_plan(plan)
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    if is_admin_api(ctx):
+        with cluster_backend(ctx, admin_extra_s=_admin_wait_s(ctx, wait)) as backend:
+            _execute_admin(ctx, backend, plan, entries, targets, wait, rollback_file)
+        return
     with zookeeper(ctx, "reassign execute writes /admin/reassign_partitions and its throttles as "
                         "ZooKeeper configs") as client:
         refuse_if_running(client, zk_timeout_s)
@@ -172,15 +181,8 @@ def execute(
                   "log_dirs_named": len(wanted),
                   "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
                                        for (t, p, b), d in sorted(pending.items())]}
-        announce_rollback(saved)
-        if pending:
-            print(f"kafkactl: warning: {len(pending)} new replicas were not created yet to confirm their log dir; "
-                  f"their brokers will create them there (see `kafkactl reassign verify --plan {plan}`)",
-                  file=sys.stderr)
+        _announce_start(ctx, result, saved, plan, wait)
         if not wait:
-            _emit(ctx, result, lambda: f"started reassignment of {counted(len(targets), 'partition')} "
-                  f"({len(moving)} move replicas, {len(wanted)} replicas to named log dirs); "
-                  f"follow with `kafkactl reassign verify --plan {plan}`")
             return
         refine = _log_dir_refiner(addresses, wanted, zk_timeout_s) if wanted else None
         states = wait_with_progress(client, targets, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s, refine)
@@ -205,6 +207,10 @@ def verify(
     entries = read_plan(plan)
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    if is_admin_api(ctx):
+        with cluster_backend(ctx) as backend:
+            _verify_admin(ctx, backend, plan, entries, targets)
+        return
     with zookeeper(ctx, "reassign verify removes the throttles from ZooKeeper configs") as client:
         views = ra.read_partitions(client, sorted({t for t, _ in targets}), zk_timeout_s)
         try:  # brokers may have left since: only the partitions must exist
@@ -222,6 +228,34 @@ def verify(
         removed = []
         if all(s.status == ra.COMPLETE for s in states):
             removed = remove_throttles(client, {t for t, _ in targets}, zk_timeout_s)
+    _report_verify(ctx, states, lags, removed)
+
+
+def _verify_admin(ctx, backend, plan: Path, entries, targets: dict) -> None:
+    """verify through the Admin API: the same report; no throttles to remove (-b sets none)."""
+    from kafkactl.cli import reassign_admin as admin
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
+
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    views = backend.partition_views(sorted({t for t, _ in targets}))
+    try:
+        check_against_cluster(entries, ra.partition_numbers(views), {r for e in entries for r in e.replicas},
+                              str(plan))
+    except PlanError as error:
+        raise CliUsageError(str(error)) from None
+    brokers = backend.brokers()
+    wanted = ra.wanted_log_dirs(entries)
+    refine = _log_dir_refiner(_addresses(brokers), wanted, deadline_s) if wanted else None
+    states = admin.states_of(backend, targets, refine)
+    moving = [s for s in states if s.status == ra.IN_PROGRESS and s.view.adding]
+    lags = ra.replica_lags({b.broker_id: b for b in brokers}, moving, deadline_s) if moving else {}
+    _report_verify(ctx, states, lags, [])
+
+
+def _report_verify(ctx, states, lags: dict, removed: list[str]) -> None:
+    from kafkactl.cluster.admin import reassignment as ra
+
     rows = [dict(s.to_dict(), lag=[lag.to_dict() for lag in lags.get((s.topic, s.partition), [])]) for s in states]
     _emit(ctx, {"partitions": rows, "throttles_removed": removed}, lambda: _verify_table(rows, removed))
     if any(s.status != ra.COMPLETE for s in states):
@@ -231,10 +265,17 @@ def verify(
 @app.command(epilog=SHARED_EPILOG)
 def status(ctx: typer.Context) -> None:
     """What /admin/reassign_partitions asks for, against each partition's
-    current replicas, adding/removing replicas and ISR."""
+    current replicas, adding/removing replicas and ISR. With -b: what
+    ListPartitionReassignments lists."""
     from kafkactl.cluster.admin import reassignment as ra
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    if is_admin_api(ctx):
+        from kafkactl.cli import reassign_admin
+
+        with cluster_backend(ctx) as backend:
+            reassign_admin.status(ctx, backend)
+        return
     with zookeeper(ctx, "reassign status reads /admin/reassign_partitions") as client:
         running = ra.read_running(client, zk_timeout_s)
         views = ra.flatten(ra.read_partitions(client, sorted({t for t, _ in running or {}}), zk_timeout_s))
@@ -269,10 +310,17 @@ def cancel(
     file, which keeps the replica order and so the preferred leader; else
     from the topic znodes, whose order may differ), with the same throttle
     rate if one is set. Data moves twice; nothing is lost. A move stuck on a
-    dead broker only ends when that broker returns."""
+    dead broker only ends when that broker returns.
+
+    With -b: KIP-455's cancellation (AlterPartitionReassignments with no
+    target): the controller stops the moves and puts back each partition's
+    replicas from before at once (--rollback-file does not apply)."""
     from kafkactl.cluster.admin import reassignment as ra
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    if is_admin_api(ctx):
+        _cancel_admin(ctx, rollback_file, wait, yes)
+        return
     with zookeeper(ctx, "reassign cancel rewrites /admin/reassign_partitions") as client:
         running = ra.read_running(client, zk_timeout_s)
         if running is None:
@@ -289,6 +337,56 @@ def cancel(
             raise CliError("the running reassignment did not end within the --timeout; nothing was changed "
                            "(see `kafkactl reassign status`)")
         _start_revert(ctx, client, reverted, wait, zk_timeout_s)
+
+
+def _execute_admin(ctx, backend, plan: Path, entries, targets: dict, wait: bool, rollback_file: Path | None) -> None:
+    """execute's steps through the Admin API (cli/reassign_admin.py), in the same order."""
+    from kafkactl.cli import reassign_admin as admin
+    from kafkactl.cluster.admin import reassignment as ra
+    from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
+
+    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
+    running, views = admin.look(backend, {t for t, _ in targets})
+    admin.refuse_if_running(running)
+    brokers = backend.brokers()
+    try:
+        check_against_cluster(entries, ra.partition_numbers(backend.partition_views(sorted({t for t, _ in targets}))),
+                              [b.broker_id for b in brokers], str(plan))
+    except PlanError as error:
+        raise CliUsageError(str(error)) from None
+    current = {tp: list(views[tp].replicas) for tp in targets}
+    wanted = ra.wanted_log_dirs(entries)
+    addresses = _addresses(brokers)
+    if wanted:
+        _check_log_dirs(entries, addresses, wanted, str(plan), deadline_s)
+    saved = save_rollback(current, rollback_file)
+    pending = _alter_log_dirs(addresses, wanted, deadline_s) if wanted else {}
+    admin.start(backend, targets)
+    pending = _retry_log_dirs(addresses, pending, deadline_s)
+    moving = ra.moving_partitions(current, targets)
+    result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
+              "throttle_bytes_per_s": None, "throttled_entities": [], "log_dirs_named": len(wanted),
+              "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
+                                   for (t, p, b), d in sorted(pending.items())]}
+    _announce_start(ctx, result, saved, plan, wait)
+    if not wait:
+        return
+    refine = _log_dir_refiner(addresses, wanted, deadline_s) if wanted else None
+    report_wait(ctx, result, admin.wait_with_progress(ctx, backend, targets, refine), plan)
+
+
+def _announce_start(ctx, result: dict, saved: Path, plan: Path, wait: bool) -> None:
+    """The rollback file and pending log dirs on stderr; without --wait, the summary."""
+    announce_rollback(saved)
+    pending = result["log_dirs_pending"]
+    if pending:
+        print(f"kafkactl: warning: {len(pending)} new replicas were not created yet to confirm their log dir; "
+              f"their brokers will create them there (see `kafkactl reassign verify --plan {plan}`)",
+              file=sys.stderr)
+    if not wait:
+        _emit(ctx, result, lambda: f"started reassignment of {counted(result['partitions'], 'partition')} "
+              f"({result['moving']} move replicas, {result['log_dirs_named']} replicas to named log dirs); "
+              f"follow with `kafkactl reassign verify --plan {plan}`")
 
 
 # --- shared by the commands
@@ -363,6 +461,22 @@ def _log_dir_refiner(addresses: dict, wanted: dict, timeout: float):
         return ra.log_dir_progress(states, wanted, answers)
 
     return refine
+
+
+def _cancel_admin(ctx, rollback_file: Path | None, wait: bool, yes: bool) -> None:
+    from kafkactl.cli import reassign_admin
+
+    if rollback_file is not None:
+        raise CliUsageError("--rollback-file: with -b the controller cancels the moves itself and puts back the "
+                            "replicas it had before (KIP-455); the option applies to -z only")
+    with cluster_backend(ctx, admin_extra_s=_admin_wait_s(ctx, wait)) as backend:
+        reassign_admin.cancel(ctx, backend, wait, yes)
+
+
+def _admin_wait_s(ctx, wait: bool) -> float:
+    """With --wait the Admin API client must outlive the wait (--timeout, default 600 s): the
+    requests before it and the last look after it get their own --timeout on top."""
+    return timeout_s(ctx, WAIT_TIMEOUT_S) if wait else 0.0
 
 
 def _rollback_for(running: dict, path: Path | None):

@@ -67,6 +67,8 @@ class Resolved:
     leader_rate: int = UNLIMITED
     follower_rate: int = UNLIMITED
     sources: Mapping[str, tuple[str, str]] = field(default_factory=dict)   # key -> (value, source)
+    # key -> every applied dynamic (value, source), the one in effect first: DescribeConfigs' synonyms
+    layers: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def changed_attributes(self, before: Resolved) -> set[str]:
         return {f.name for f in dataclasses.fields(BrokerConfig)
@@ -88,6 +90,7 @@ def resolve(config: BrokerConfig, default: Mapping[str, str],
     UpdateRefused when the applied values cannot go together."""
     warnings: list[str] = []
     values: dict[str, tuple[object, str, str]] = {}
+    layers: dict[str, tuple[tuple[str, str], ...]] = {}
     for stored, per_broker, source in ((default, False, DEFAULT_SOURCE),
                                        (own, True, f"broker {config.broker_id}")):
         for key, raw in stored.items():
@@ -98,6 +101,7 @@ def resolve(config: BrokerConfig, default: Mapping[str, str],
                 continue
             if key in APPLIED_KEYS:
                 values[key] = (value, raw, source)    # the broker's own comes second: it wins
+                layers[key] = ((raw, source),) + layers.get(key, ())
     changes = {APPLIED_ATTRIBUTES[k]: v for k, (v, _, _) in values.items() if k in APPLIED_ATTRIBUTES}
     effective = dataclasses.replace(config, **changes) if changes else config
     if effective.max_connections_per_ip == 0 and not effective.max_connections_per_ip_overrides:
@@ -107,5 +111,6 @@ def resolve(config: BrokerConfig, default: Mapping[str, str],
         leader_rate=values.get(LEADER_RATE, (UNLIMITED,))[0],
         follower_rate=values.get(FOLLOWER_RATE, (UNLIMITED,))[0],
         sources={k: (raw, source) for k, (_, raw, source) in sorted(values.items())},
+        layers=dict(sorted(layers.items())),
     )
     return resolved, warnings

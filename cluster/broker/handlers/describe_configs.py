@@ -9,7 +9,11 @@ this broker) is reported with source DYNAMIC_BROKER_CONFIG or
 DYNAMIC_DEFAULT_BROKER_CONFIG, one equal to the built-in default with
 DEFAULT_CONFIG, others STATIC_BROKER_CONFIG. Keys Kafka's broker reconfigures
 are not read-only, the others are (as Kafka's ConfigHelper says). Another broker's id is an
-INVALID_REQUEST, as in Kafka (ask that broker).
+INVALID_REQUEST, as in Kafka (ask that broker). With include_synonyms (v1+),
+each broker key lists every level that sets it, the one in effect first, as
+Kafka does: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG (so a client sees the cluster-wide
+default under a broker's own value). Topic keys have none yet.
 
 TOPIC resource: the topic's overrides from /config/topics (source
 DYNAMIC_TOPIC_CONFIG), and for the other keys this broker resolves, the
@@ -53,11 +57,12 @@ _ALIASES = frozenset({"log.dir"})   # same setting as log.dirs
 
 def handle(services, header, request):
     cls = response_class(32, header.api_version)
-    results = tuple(_describe(services, cls, resource) for resource in request.resources)
+    synonyms = bool(getattr(request, "include_synonyms", False))     # v1+
+    results = tuple(_describe(services, cls, resource, synonyms) for resource in request.resources)
     return make(cls, throttle_time=datetime.timedelta(0), results=results)
 
 
-def _describe(services, cls, resource):
+def _describe(services, cls, resource, synonyms: bool = False):
     if resource.resource_type == BROKER_RESOURCE:
         if resource.resource_name not in ("", str(services.config.broker_id)):
             return _error(cls, resource, ErrorCode.invalid_request,
@@ -75,7 +80,8 @@ def _describe(services, cls, resource):
     keys = resource.configuration_keys
     if keys:   # null or empty: all keys
         entries = [e for e in entries if e[0] in set(keys)]
-    configs = tuple(_entry(cls, *entry) for entry in entries)
+    configs = tuple(_entry(cls, *entry[:5], synonyms=entry[5] if synonyms and len(entry) > 5 else ())
+                    for entry in entries)
     return nested(cls, "DescribeConfigsResult", error_code=ErrorCode.none, error_message=None,
                   resource_type=resource.resource_type, resource_name=resource.resource_name, configs=configs)
 
@@ -85,10 +91,13 @@ def _error(cls, resource, code: ErrorCode, message: str):
                   resource_type=resource.resource_type, resource_name=resource.resource_name, configs=())
 
 
-def _entry(cls, name: str, value: str | None, source: int, config_type: int, read_only: bool = True):
+def _entry(cls, name: str, value: str | None, source: int, config_type: int, read_only: bool = True,
+           synonyms: tuple = ()):
     return nested(cls, "DescribeConfigsResourceResult", name=name, value=value, read_only=read_only,
                   config_source=source, is_default=source == DEFAULT_CONFIG, is_sensitive=False,
-                  synonyms=(), config_type=config_type, documentation=None)
+                  synonyms=tuple(nested(cls, "DescribeConfigsSynonym", name=n, value=v, source=src)
+                                 for n, v, src in synonyms),
+                  config_type=config_type, documentation=None)
 
 
 # --- broker --------------------------------------------------------------------
@@ -112,25 +121,40 @@ def _dynamic_source(source: str) -> int:
 
 
 def broker_entries(services) -> list[tuple]:
-    """(name, value, source, type, read only) of every broker config this broker can state cheaply."""
+    """(name, value, source, type, read only, synonyms) of every broker config this broker can state cheaply."""
     config, dynamic = _in_effect(services)
+    layers = getattr(getattr(services, "dynamic", None), "layers", {})
     defaults = _defaults(type(config))
     entries = []
     for name, key in sorted(broker_config._KEYS.items()):
         if key.scale != 1 or name in _ALIASES or name == LOG_DIR_MEDIA:
             continue
         value = getattr(config, key.attribute)
-        if name in dynamic:
-            source = _dynamic_source(dynamic[name][1])
-        else:
-            source = DEFAULT_CONFIG if defaults.get(key.attribute, _MISSING) == value else STATIC_BROKER_CONFIG
-        entries.append((name, _text(value), source, _type_of(name, value), name not in _WRITABLE))
+        default = defaults.get(key.attribute, _MISSING)
+        static = getattr(services.config, key.attribute)
+        synonyms = _synonyms(name, layers, static, default)
+        source = synonyms[0][2] if synonyms else STATIC_BROKER_CONFIG
+        entries.append((name, _text(value), source, _type_of(name, value), name not in _WRITABLE, synonyms))
     # Dynamic-only keys (the replication throttle rates): shown when set.
     for name, (value, source) in dynamic.items():
         if name not in broker_config._KEYS:
-            entries.append((name, value, _dynamic_source(source), LONG, name not in _WRITABLE))
+            entries.append((name, value, _dynamic_source(source), LONG, name not in _WRITABLE,
+                            _synonyms(name, layers, _MISSING, _MISSING)))
     entries.append(_log_dir_media(services))
     return sorted(entries)
+
+
+def _synonyms(name: str, layers, static, default) -> tuple[tuple[str, str | None, int], ...]:
+    """Every level that sets `name`, the one in effect first, as Kafka lists them with
+    include_synonyms: the broker's own dynamic value, the cluster-wide dynamic default,
+    server.properties (a value other than the built-in default: the file itself is not
+    kept), the built-in default."""
+    found = [(name, raw, _dynamic_source(source)) for raw, source in layers.get(name, ())]
+    if static is not _MISSING and static != default:
+        found.append((name, _text(static), STATIC_BROKER_CONFIG))
+    if default is not _MISSING:
+        found.append((name, _text(default), DEFAULT_CONFIG))
+    return tuple(found)
 
 
 def _log_dir_media(services) -> tuple[str, str, int, int]:

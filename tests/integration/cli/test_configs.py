@@ -1,6 +1,7 @@
 """`kafkactl configs` as a subprocess against a real broker: a retention change
 takes effect, and dynamic broker configs apply without a restart, the
-broker's own over the cluster-wide default."""
+broker's own over the cluster-wide default. Both run through both back ends
+(-z and -b: support/backends.py), each on a one-broker cluster of its own."""
 
 import json
 import os
@@ -10,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kafkactl.cluster.local import LocalCluster
+from support.backends import BACKENDS, address_args
 from support.sockets import closed_by_peer
 from support.waiting import wait_for
 
@@ -45,20 +49,22 @@ def produce(bootstrap, topic, first, count):
                    check=True, timeout=60)
 
 
-def test_topic_retention_set_by_configs_alter_is_applied_by_the_broker(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_topic_retention_set_by_configs_alter_is_applied_by_the_broker(tmp_path, backend):
     env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
     env.update(KAFKACTL_CONFIG=str(tmp_path / "config.json"), XDG_STATE_HOME=str(tmp_path / "state"))
     directory = tmp_path / "cluster"
     try:
         status = json.loads(ok(env, "cluster", "up", "--brokers", "1", "--dir", str(directory),
                                "--config", "log.retention.check.interval.ms=500", "-o", "json").stdout)
+        via = address_args(backend, status)
         bootstrap = status["bootstrap_servers"]
-        ok(env, "topics", "create", "kept", "--partitions", "1", "--replication-factor", "1")
+        ok(env, *via, "topics", "create", "kept", "--partitions", "1", "--replication-factor", "1")
         produce(bootstrap, "kept", 0, 5)
         assert earliest_offset(bootstrap, "kept") == 0
 
-        ok(env, "configs", "alter", "--topic", "kept", "--add", "retention.ms=1000", "--add", "segment.ms=200")
-        described = json.loads(ok(env, "configs", "describe", "--topic", "kept", "-o", "json").stdout)
+        ok(env, *via, "configs", "alter", "--topic", "kept", "--add", "retention.ms=1000", "--add", "segment.ms=200")
+        described = json.loads(ok(env, *via, "configs", "describe", "--topic", "kept", "-o", "json").stdout)
         assert {r["key"]: (r["value"], r["source"]) for r in described}["retention.ms"] == ("1000", "override")
 
         # The old segment rolls on the next append after segment.ms, then
@@ -69,13 +75,13 @@ def test_topic_retention_set_by_configs_alter_is_applied_by_the_broker(tmp_path)
                  interval_s=0.5)
 
         # A refused change writes nothing and names the key.
-        bad = run(env, "configs", "alter", "--topic", "kept", "--add", "retention.ms=soon")
+        bad = run(env, *via, "configs", "alter", "--topic", "kept", "--add", "retention.ms=soon")
         assert bad.returncode == 2 and "retention.ms: invalid value 'soon'" in bad.stderr
-        assert {r["key"]: r["value"] for r in json.loads(ok(env, "configs", "describe", "--topic", "kept",
+        assert {r["key"]: r["value"] for r in json.loads(ok(env, *via, "configs", "describe", "--topic", "kept",
                                                              "-o", "json").stdout)}["retention.ms"] == "1000"
 
-        ok(env, "configs", "alter", "--broker", "1", "--add", "leader.replication.throttled.rate=1048576")
-        rows = json.loads(ok(env, "configs", "describe", "--broker", "1", "-o", "json").stdout)
+        ok(env, *via, "configs", "alter", "--broker", "1", "--add", "leader.replication.throttled.rate=1048576")
+        rows = json.loads(ok(env, *via, "configs", "describe", "--broker", "1", "-o", "json").stdout)
         assert rows == [{"key": "leader.replication.throttled.rate", "value": "1048576", "source": "broker 1",
                          "applied": True, "note": ""}]
     finally:
@@ -100,7 +106,8 @@ def third_connection_refused(host, port, source):
             sock.close()
 
 
-def test_dynamic_broker_configs_apply_without_a_restart_the_broker_own_over_the_default(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dynamic_broker_configs_apply_without_a_restart_the_broker_own_over_the_default(tmp_path, backend):
     from confluent_kafka import Producer
 
     from support.local_cluster import zk_tree
@@ -110,40 +117,45 @@ def test_dynamic_broker_configs_apply_without_a_restart_the_broker_own_over_the_
     directory = tmp_path / "cluster"
     try:
         status = json.loads(ok(env, "cluster", "up", "--brokers", "1", "--dir", str(directory), "-o", "json").stdout)
+        via = address_args(backend, status)
         broker = status["brokers"][0]
-        ok(env, "topics", "create", "orders", "--partitions", "1", "--replication-factor", "1")
+        ok(env, *via, "topics", "create", "orders", "--partitions", "1", "--replication-factor", "1")
         producer = Producer({"bootstrap.servers": status["bootstrap_servers"], "acks": "all", "retries": 0,
                              "message.timeout.ms": 5000})
         wait_for(lambda: produce_acks_all(producer, "orders") is None, WAIT_S, "the topic to take writes")
 
         # Cluster-wide: a one-replica topic cannot meet min.insync.replicas=2.
-        ok(env, "configs", "alter", "--broker-default", "--add", "min.insync.replicas=2")
+        ok(env, *via, "configs", "alter", "--broker-default", "--add", "min.insync.replicas=2")
         wait_for(lambda: produce_acks_all(producer, "orders") == "NOT_ENOUGH_REPLICAS", WAIT_S,
                  "the cluster-wide min.insync.replicas to apply")
         # The broker's own value wins over the cluster-wide one...
-        ok(env, "configs", "alter", "--broker", "1", "--add", "min.insync.replicas=1")
+        ok(env, *via, "configs", "alter", "--broker", "1", "--add", "min.insync.replicas=1")
         wait_for(lambda: produce_acks_all(producer, "orders") is None, WAIT_S,
                  "broker 1's own min.insync.replicas")
-        rows = {r["key"]: r for r in json.loads(ok(env, "configs", "describe", "--broker", "1", "-o", "json").stdout)}
+        rows = {r["key"]: r for r in json.loads(ok(env, *via, "configs", "describe", "--broker", "1",
+                                                    "-o", "json").stdout)}
         assert rows["min.insync.replicas"] == {"key": "min.insync.replicas", "value": "1", "source": "broker 1",
                                                "applied": True, "note": ""}
+        # The cluster-wide value is still there under it (-b: a synonym of broker 1's value).
+        defaults = json.loads(ok(env, *via, "configs", "describe", "--broker-default", "-o", "json").stdout)
+        assert {r["key"]: r["value"] for r in defaults}["min.insync.replicas"] == "2"
         # ... and deleting it brings the cluster-wide value back.
-        ok(env, "configs", "alter", "--broker", "1", "--delete", "min.insync.replicas")
+        ok(env, *via, "configs", "alter", "--broker", "1", "--delete", "min.insync.replicas")
         wait_for(lambda: produce_acks_all(producer, "orders") == "NOT_ENOUGH_REPLICAS", WAIT_S,
                  "the cluster-wide value again")
 
         # Per broker: a connection limit for one address, taken by the running broker.
         host, port = broker["host"], broker["port"]
         assert not third_connection_refused(host, port, "127.0.0.2")
-        ok(env, "configs", "alter", "--broker", "1", "--add", "max.connections.per.ip.overrides=127.0.0.2:2")
+        ok(env, *via, "configs", "alter", "--broker", "1", "--add", "max.connections.per.ip.overrides=127.0.0.2:2")
         wait_for(lambda: third_connection_refused(host, port, "127.0.0.2"), WAIT_S,
                  "max.connections.per.ip.overrides to apply")
-        ok(env, "configs", "alter", "--broker", "1", "--delete", "max.connections.per.ip.overrides")
+        ok(env, *via, "configs", "alter", "--broker", "1", "--delete", "max.connections.per.ip.overrides")
         wait_for(lambda: not third_connection_refused(host, port, "127.0.0.2"), WAIT_S, "the limit to be lifted")
 
         # A refused change writes nothing and says why in one line.
         before = zk_tree(status["zookeeper"])
-        bad = run(env, "configs", "alter", "--broker-default", "--add", "log.retention.ms=86400000",
+        bad = run(env, *via, "configs", "alter", "--broker-default", "--add", "log.retention.ms=86400000",
                   "--add", "listeners=PLAINTEXT://:9093")
         assert bad.returncode == 2 and bad.stderr.strip() == (
             "kafkactl: error: --add listeners: a per-broker config: Kafka refuses it cluster-wide, give --broker ID")

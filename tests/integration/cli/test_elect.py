@@ -1,6 +1,9 @@
 """`kafkactl elect` as a subprocess against a real local cluster (ZooKeeper + 3 brokers).
 
-One cluster for the module; the unclean test runs last, as it leaves a broker down.
+One cluster for the module; the unclean test runs last, as it leaves a broker
+down. The preferred election runs through both back ends (-z and -b:
+support/backends.py), with the set-up and the checks through ZooKeeper and
+topics of each back end's own.
 """
 
 import json
@@ -8,6 +11,7 @@ import time
 
 import pytest
 
+from support.backends import BACKENDS, address_args
 from support.local_cluster import cluster_up, produce
 from support.waiting import wait_for
 
@@ -28,30 +32,33 @@ def describe(cli, topic):
     return {r["partition"]: r for r in json.loads(cli.ok("topics", "describe", topic, "-o", "json").stdout)}
 
 
-def test_preferred_election_after_a_broker_restart_puts_leaders_back(up):
-    cli, cluster, _ = up
-    cli.ok("topics", "create", "pref", "--partitions", "6", "--replication-factor", "3")
-    wait_for(lambda: all(r["leader"] == r["replicas"][0] for r in describe(cli, "pref").values()),
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_preferred_election_after_a_broker_restart_puts_leaders_back(up, backend):
+    cli, cluster, status = up
+    via = address_args(backend, status)
+    topic = "pref" if backend == "zookeeper" else "pref-b"
+    cli.ok("topics", "create", topic, "--partitions", "6", "--replication-factor", "3")
+    wait_for(lambda: all(r["leader"] == r["replicas"][0] for r in describe(cli, topic).values()),
              WAIT_S, "initial leaders")
     cluster.stop_broker(1)
-    wait_for(lambda: all(r["leader"] != 1 for r in describe(cli, "pref").values()), WAIT_S, "leaders off broker 1")
+    wait_for(lambda: all(r["leader"] != 1 for r in describe(cli, topic).values()), WAIT_S, "leaders off broker 1")
     cli.ok("cluster", "up", "--dir", str(cluster.root))
-    wait_for(lambda: all(1 in r["isr"] for r in describe(cli, "pref").values()), WAIT_S, "broker 1 back in the ISRs")
-    before = describe(cli, "pref")
+    wait_for(lambda: all(1 in r["isr"] for r in describe(cli, topic).values()), WAIT_S, "broker 1 back in the ISRs")
+    before = describe(cli, topic)
     moved = sorted(p for p, r in before.items() if r["replicas"][0] == 1)
     assert moved and all(before[p]["leader"] != 1 for p in moved)
 
-    done = cli.ok("elect", "preferred", "--topic", "pref", "-o", "json")
+    done = cli.ok("elect", "preferred", "--topic", topic, "-o", "json", *via)
     rows = {r["partition"]: r for r in json.loads(done.stdout)}
     assert sorted(p for p, r in rows.items() if r["status"] == "elected") == moved
     for p in moved:
         assert (rows[p]["old_leader"], rows[p]["new_leader"]) == (before[p]["leader"], 1)
         assert rows[p]["leader_epoch"] > before[p]["leader_epoch"]
     assert all(rows[p]["status"] == "not needed" for p in rows if p not in moved)
-    after = describe(cli, "pref")
+    after = describe(cli, topic)
     assert all(r["leader"] == r["replicas"][0] for r in after.values())
     # The table names them too, and the trigger znode is gone.
-    table = cli.ok("elect", "preferred", "--topic", "pref").stdout
+    table = cli.ok("elect", "preferred", "--topic", topic, *via).stdout
     assert "no partition needed an election" in table
 
 

@@ -1,19 +1,50 @@
 """`kafkactl reassign` as a subprocess against a real local cluster (ZooKeeper + 4 brokers).
 
-One cluster for the module: each test uses its own topics.
+One cluster for the module: each test uses its own topics. The cheap tests
+run through both back ends (-z and -b: support/backends.py); throttles are
+ZooKeeper configs, so the throttled end-to-end test is -z's own, and -b's
+KIP-455 cancel has its own test.
 """
 
 import json
 
 import pytest
 
+from support.backends import BACKENDS
 from support.local_cluster import cluster_up, consume, produce as produce_lines, zk_tree
+from support.waiting import wait_for
+
+WAIT_S = 30
 
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory):
     with cluster_up(tmp_path_factory, 4) as (cli, _, status):
         yield cli, status
+
+
+class Through:
+    """The module's CLI with the cluster's addresses for one back end appended (-z or -b)."""
+
+    def __init__(self, cli, status, backend):
+        self.cli, self.backend = cli, backend
+        self.args = ["-z", status["zookeeper"]] if backend == "zookeeper" else ["-b", status["bootstrap_servers"]]
+
+    def __call__(self, *args, **kwargs):
+        return self.cli(*args, *self.args, **kwargs)
+
+    def ok(self, *args, **kwargs):
+        return self.cli.ok(*args, *self.args, **kwargs)
+
+    def t(self, name):
+        """A topic of this back end's own (both share the module's cluster)."""
+        return name if self.backend == "zookeeper" else f"{name}-b"
+
+
+@pytest.fixture(params=BACKENDS)
+def way(up, request):
+    cli, status = up
+    return Through(cli, status, request.param), status
 
 
 def produce(bootstrap, topic, count):
@@ -66,31 +97,76 @@ def test_throttled_reassignment_with_wait_then_verify_end_to_end(up, tmp_path):
     assert consume(bootstrap, "moved") == sorted(f"k{i}:message-{i}" for i in range(30))
 
 
-def test_a_kafka_tool_plan_is_accepted_as_is(up, tmp_path):
-    cli, status = up
-    cli.ok("topics", "create", "kafka-plan", "--partitions", "2", "--replication-factor", "1")
+def test_a_kafka_tool_plan_is_accepted_as_is(way, tmp_path):
+    cli, status = way
+    topic = cli.t("kafka-plan")
+    cli.ok("topics", "create", topic, "--partitions", "2", "--replication-factor", "1")
     # As kafka-reassign-partitions.sh writes it: its own key order, one entry
     # with log_dirs and one without, pretty-printed.
     plan = tmp_path / "kafka.json"
-    plan.write_text('{\n "partitions": [\n  {"replicas": [4, 1], "topic": "kafka-plan", "partition": 0,\n'
-                    '   "log_dirs": ["any", "any"]},\n  {"partition": 1, "topic": "kafka-plan", "replicas": [2]}\n'
-                    ' ],\n "version": 1\n}\n')
+    plan.write_text('{\n "partitions": [\n  {"replicas": [4, 1], "topic": "%s", "partition": 0,\n'
+                    '   "log_dirs": ["any", "any"]},\n  {"partition": 1, "topic": "%s", "replicas": [2]}\n'
+                    ' ],\n "version": 1\n}\n' % (topic, topic))
     cli.ok("reassign", "execute", "--plan", str(plan), "--wait", "--rollback-file", str(tmp_path / "rb.json"))
-    assert assignment(cli, "kafka-plan") == {0: [4, 1], 1: [2]}
+    assert assignment(cli, topic) == {0: [4, 1], 1: [2]}
     assert cli("reassign", "verify", "--plan", str(plan)).returncode == 0
     assert "no reassignment is running" in cli.ok("reassign", "status").stdout
 
 
-def test_invalid_plans_exit_2_and_zookeeper_is_unchanged(up, tmp_path):
-    cli, status = up
-    cli.ok("topics", "create", "untouched", "--partitions", "1", "--replication-factor", "1")
+def test_invalid_plans_exit_2_and_zookeeper_is_unchanged(way, tmp_path):
+    cli, status = way
+    topic = cli.t("untouched")
+    cli.ok("topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
     before = zk_tree(status["zookeeper"])
-    bad = {"version": 1, "partitions": [{"topic": "untouched", "partition": 0, "replicas": [1, 9]}]}
+    bad = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 9]}]}
     plan = tmp_path / "bad.json"
     plan.write_text(json.dumps(bad))
-    done = cli("reassign", "execute", "--plan", str(plan), "--throttle", "1000")
+    throttle = ["--throttle", "1000"] if cli.backend == "zookeeper" else []
+    done = cli("reassign", "execute", "--plan", str(plan), *throttle)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"kafkactl: error: {plan}: partitions[0] (topic 'untouched' partition 0): \"replicas\": broker 9 is not "
+        f"kafkactl: error: {plan}: partitions[0] (topic {topic!r} partition 0): \"replicas\": broker 9 is not "
         f"registered (registered: 1, 2, 3, 4)"]
     assert zk_tree(status["zookeeper"]) == before
+
+
+def test_throttle_through_the_admin_api_is_refused_in_one_line(up, tmp_path):
+    cli, status = up
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "any", "partition": 0, "replicas": [1]}]}))
+    done = cli("reassign", "execute", "--plan", str(plan), "--throttle", "1000", "-b", status["bootstrap_servers"])
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("kafkactl: error: --throttle: ") and "ZooKeeper configs" in line
+
+
+def test_cancel_through_the_admin_api_puts_the_replicas_back(up, tmp_path):
+    cli, status = up
+    admin = Through(cli, status, "admin-api")
+    admin.ok("topics", "create", "slow-b", "--partitions", "1", "--replication-factor", "1")
+    [leader] = assignment(admin, "slow-b")[0]
+    other = 1 if leader != 1 else 2
+    # 3 MB: more than one fetch brings, so the throttled new replica stays behind.
+    produce_lines(status["bootstrap_servers"], "slow-b", [f"{i}:{'x' * 1000}" for i in range(3000)])
+    # Throttles set as dynamic configs (what --throttle writes through -z): the new replica stays behind.
+    admin.ok("configs", "alter", "--topic", "slow-b", "--add", f"follower.replication.throttled.replicas=0:{other}",
+             "--add", f"leader.replication.throttled.replicas=0:{leader}")
+    for broker in (leader, other):
+        admin.ok("configs", "alter", "--broker", str(broker), "--add", "leader.replication.throttled.rate=1",
+                 "--add", "follower.replication.throttled.rate=1")
+    plan = tmp_path / "grow.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "slow-b", "partition": 0, "replicas": [leader, other]}]}))
+    admin.ok("reassign", "execute", "--plan", str(plan))
+    [row] = json.loads(admin.ok("reassign", "status", "-o", "json").stdout)
+    assert (row["status"], row["target"], row["adding"]) == ("in progress", [leader, other], [other])
+
+    done = json.loads(admin.ok("reassign", "cancel", "--yes", "--wait", "-o", "json").stdout)
+    assert done["reverted"] == [{"topic": "slow-b", "partition": 0, "replicas": [leader]}]
+    assert [p["status"] for p in done["partitions"]] == ["complete"]
+    wait_for(lambda: assignment(admin, "slow-b") == {0: [leader]}, WAIT_S, "the replicas from before")
+    assert "no reassignment is running" in admin.ok("reassign", "status").stdout
+    assert cli("reassign", "cancel", "--yes", *admin.args).returncode == 1
+    for broker in (leader, other):   # the module's other tests expect no broker overrides
+        admin.ok("configs", "alter", "--broker", str(broker), "--delete", "leader.replication.throttled.rate",
+                 "--delete", "follower.replication.throttled.rate")

@@ -132,3 +132,31 @@ def test_describe_configs_reports_dynamic_values_with_their_source(services):
     assert topic_configs["retention.ms"] == ("1000", 1)                      # the topic's own override
     assert topic_configs["segment.ms"] == ("5000", 3)                        # the cluster-wide log.roll.ms
     assert topic_configs["segment.bytes"][1] == 5
+
+
+def test_describe_configs_lists_synonyms_in_precedence_order_when_asked(services):
+    from kio.schema.describe_configs.v4.request import DescribeConfigsResource
+
+    from kafkactl.cluster.broker.dynamic_config import resolve
+
+    services.config, _ = from_properties({"broker.id": "3", "zookeeper.connect": "zk:2181",
+                                          "log.dirs": services.ssd, "log.retention.ms": "3600000"})
+    services.dynamic, _ = resolve(services.config, {"log.retention.ms": "1000", "log.roll.ms": "5000"},
+                                  {"log.retention.ms": "2000", "leader.replication.throttled.rate": "100"})
+    resource = DescribeConfigsResource(resource_type=4, resource_name="3", configuration_keys=None)
+
+    def synonyms(include):
+        [broker] = roundtrip(32, 4, describe_configs.handle, services, resources=(resource,),
+                             include_synonyms=include).results
+        return {c.name: (c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms])
+                for c in broker.configs}
+
+    found = synonyms(True)
+    # The broker's own, the cluster-wide default, server.properties, the built-in default.
+    assert found["log.retention.ms"] == ("2000", 2, [
+        ("log.retention.ms", "2000", 2), ("log.retention.ms", "1000", 3), ("log.retention.ms", "3600000", 4),
+        ("log.retention.ms", "604800000", 5)])
+    assert found["log.roll.ms"][2][0] == ("log.roll.ms", "5000", 3) and found["log.roll.ms"][2][-1][2] == 5
+    assert found["num.partitions"] == ("1", 5, [("num.partitions", "1", 5)])     # only the built-in default
+    assert found["leader.replication.throttled.rate"][2] == [("leader.replication.throttled.rate", "100", 2)]
+    assert all(entry[2] == [] for entry in synonyms(False).values())              # not asked: none, as Kafka
