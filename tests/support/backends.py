@@ -3,7 +3,6 @@ reference cluster, ZooKeeper (-z) and the Admin API (-b)."""
 
 from __future__ import annotations
 
-import pytest
 
 BACKENDS = ("zookeeper", "admin-api")
 
@@ -15,9 +14,9 @@ def address_args(backend: str, up: dict) -> list[str]:
     return ["-z", up["zookeeper"]] if backend == "zookeeper" else ["-b", up["bootstrap_servers"]]
 
 
-def skip_unless_served(backend: str, up: dict, api_key: int, name: str) -> None:
-    """Skip an Admin API case whose broker side the reference broker does not
-    serve yet (it advertises what it serves); it runs as soon as it does."""
+def require_served(backend: str, up: dict, api_key: int, name: str) -> None:
+    """An Admin API case needs the reference broker to advertise `name`
+    (it advertises what it serves): fails, never skips, when it does not."""
     if backend != "admin-api":
         return
     from kafkactl.cluster.admin.broker_queries import BrokerAddress, _Session
@@ -28,8 +27,7 @@ def skip_unless_served(backend: str, up: dict, api_key: int, name: str) -> None:
         served = api_key in session.versions
     finally:
         session.close()
-    if not served:
-        pytest.skip(f"the reference broker does not serve {name} yet")
+    assert served, f"the reference broker does not advertise {name} (API {api_key})"
 
 
 def assert_admin_api_refusal(done, *fragments) -> None:
