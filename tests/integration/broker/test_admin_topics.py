@@ -55,8 +55,13 @@ def controller_id(zk) -> int:
 
 
 def assignment(zk, topic: str) -> codecs.TopicAssignment | None:
-    stat = zk.exists(layout.topic(topic))
-    return None if stat is None else codecs.decode_topic(topic, zk.get(layout.topic(topic))[0])
+    """The topic's assignment znode; None once deleted (also between a look and a read)."""
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        return codecs.decode_topic(topic, zk.get(layout.topic(topic))[0])
+    except NoNodeError:
+        return None
 
 
 def topic_config(zk, topic: str) -> dict[str, str]:
