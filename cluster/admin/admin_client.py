@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterable
 
 from kafkactl.cluster.admin import admin_protocol as ap
 from kafkactl.cluster.admin.broker_queries import BrokerAddress
-
-REQUEST_TIMEOUT_S = 15.0          # one request; the command's deadline bounds it further
+from kafkactl.cluster.admin.broker_sessions import Backoff, BrokerSessions, BrokerUnavailable
 CONTROLLER_ATTEMPTS = 5           # NOT_CONTROLLER answers before giving up
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 1.0
@@ -34,10 +33,6 @@ BOOTSTRAP_ID = -1                 # a bootstrap server's id until Metadata names
 
 class AdminApiError(Exception):
     """No usable answer: unreachable brokers, a missing API, or the deadline passed."""
-
-
-class _Unavailable(Exception):
-    """One broker could not be reached, or its connection broke."""
 
 
 def parse_bootstrap(servers: str) -> list[BrokerAddress]:
@@ -57,17 +52,12 @@ class AdminClient:
         self.bootstrap = list(bootstrap)
         if not self.bootstrap:
             raise AdminApiError("no bootstrap server given")
-        self._connect = connect or _connect
-        self._clock = clock
         self._sleep = sleep
-        self._deadline = clock() + timeout_s
-        self._sessions: dict[tuple[str, int], object] = {}
+        self._sessions = BrokerSessions(timeout_s, connect, clock)
         self._metadata: ap.ClusterMetadata | None = None
 
     def close(self) -> None:
-        for session in self._sessions.values():
-            session.close()
-        self._sessions.clear()
+        self._sessions.close()
 
     def __enter__(self) -> "AdminClient":
         return self
@@ -98,7 +88,7 @@ class AdminClient:
         for address in known + self.bootstrap:
             try:
                 return self.send(address, api, build)
-            except _Unavailable as error:
+            except BrokerUnavailable as error:
                 reasons.append(f"{address.host}:{address.port}: {error}")
         raise AdminApiError("no broker answered (" + "; ".join(reasons) + "): are the bootstrap servers right, "
                             "and the cluster up?")
@@ -109,12 +99,12 @@ class AdminClient:
             raise AdminApiError(f"broker {broker_id} is not in the cluster's metadata")
         try:
             return self.send(address, api, build)
-        except _Unavailable as error:
+        except BrokerUnavailable as error:
             raise AdminApiError(f"broker {broker_id} did not answer: {error}") from None
 
     def send_to_controller(self, api: tuple[int, int, int], build: Callable[[int], object]):
         """To the controller, asking Metadata again while the answer is NOT_CONTROLLER."""
-        backoff_s = FIRST_BACKOFF_S
+        backoff = Backoff(FIRST_BACKOFF_S, MAX_BACKOFF_S, self._sessions.remaining_s, self._sleep)
         reason = "no controller known"
         for attempt in range(CONTROLLER_ATTEMPTS):
             controller = self.metadata(refresh=attempt > 0).controller_id
@@ -122,63 +112,32 @@ class AdminClient:
             if address is not None:
                 try:
                     response = self.send(address, api, build)
-                except _Unavailable as error:
+                except BrokerUnavailable as error:
                     reason = f"controller {controller} unreachable: {error}"
                 else:
                     if not ap.find_error(response, ap.NOT_CONTROLLER):
                         return response
                     reason = f"NOT_CONTROLLER from broker {controller}"
-            if self._remaining_s() <= backoff_s:
+            if not backoff.wait():
                 break
-            self._sleep(backoff_s)
-            backoff_s = min(2 * backoff_s, MAX_BACKOFF_S)
         raise AdminApiError(f"{ap.API_NAMES[api[0]]}: no controller took the request ({reason}); "
                             f"gave up after {CONTROLLER_ATTEMPTS} attempts or at the deadline (--timeout)")
 
     # --- sessions -------------------------------------------------------------------------------
 
     def version(self, address: BrokerAddress, api: tuple[int, int, int]) -> int:
-        version = self._session(address).version(api)
+        version = self._sessions.version(address, api)
         if version is None:
-            raise AdminApiError(f"broker {address.host}:{address.port} does not support {ap.API_NAMES[api[0]]} "
-                                f"(API {api[0]}) in versions {api[1]}-{api[2]}")
+            raise self._unsupported(address, api)
         return version
 
     def send(self, address: BrokerAddress, api: tuple[int, int, int], build: Callable[[int], object]):
-        from kafkactl.cluster.protocol.codec import response_class
-
-        version = self.version(address, api)
-        session = self._session(address)
-        timeout_s = min(self._remaining_s(), REQUEST_TIMEOUT_S)
-        if timeout_s <= 0:
-            raise _Unavailable("the deadline passed")
-        try:
-            return session.client.request(build(version), timeout_s=timeout_s,
-                                          response_cls=response_class(api[0], version))
-        except ConnectionError as error:   # BrokerConnectionError: the client closed the socket
-            self._sessions.pop((address.host, address.port), None)
-            session.close()
-            raise _Unavailable(str(error)) from None
+        return self._sessions.send(address, api, build, lambda: self._unsupported(address, api))
 
     def remaining_s(self) -> float:
-        return max(0.0, self._remaining_s())
+        return self._sessions.remaining_s()
 
-    def _remaining_s(self) -> float:
-        return self._deadline - self._clock()
-
-    def _session(self, address: BrokerAddress):
-        key = (address.host, address.port)
-        if key not in self._sessions:
-            if self._remaining_s() <= 0:
-                raise _Unavailable("the deadline passed")
-            try:
-                self._sessions[key] = self._connect(address, min(self._remaining_s(), REQUEST_TIMEOUT_S))
-            except ConnectionError as error:
-                raise _Unavailable(str(error)) from None
-        return self._sessions[key]
-
-
-def _connect(address: BrokerAddress, timeout_s: float):
-    from kafkactl.cluster.admin.broker_queries import _Session
-
-    return _Session(address, timeout_s)
+    @staticmethod
+    def _unsupported(address: BrokerAddress, api: tuple[int, int, int]) -> AdminApiError:
+        return AdminApiError(f"broker {address.host}:{address.port} does not support {ap.API_NAMES[api[0]]} "
+                             f"(API {api[0]}) in versions {api[1]}-{api[2]}")

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from kafkactl.cluster.admin import group_protocol as gp
 from kafkactl.cluster.admin.broker_queries import BrokerAddress
+from kafkactl.cluster.admin.broker_sessions import Backoff, BrokerSessions, BrokerUnavailable
 
 LOAD_IN_PROGRESS = "coordinator_load_in_progress"
 NOT_AVAILABLE = "coordinator_not_available"
@@ -35,7 +36,6 @@ RETRIABLE = frozenset({LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR})
 FIRST_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 MAX_ROUNDS = 60                  # with the backoff above: about a minute, whatever the deadline
-REQUEST_TIMEOUT_S = 15.0         # one request; the command's deadline bounds it further
 
 TopicPartition = tuple[str, int]
 R = TypeVar("R")
@@ -43,10 +43,6 @@ R = TypeVar("R")
 
 class GroupQueryError(Exception):
     """No usable answer before the deadline (or a broker that lacks an API)."""
-
-
-class _Unavailable(Exception):
-    """The broker could not be reached, or the connection broke."""
 
 
 class GroupAdmin:
@@ -57,18 +53,13 @@ class GroupAdmin:
         self.brokers = list(brokers)
         if not self.brokers:
             raise GroupQueryError("no broker is registered in ZooKeeper")
-        self._connect = connect or _connect
-        self._clock = clock
         self._sleep = sleep
-        self._deadline = clock() + timeout_s
-        self._sessions: dict[tuple[str, int], object] = {}
+        self._sessions = BrokerSessions(timeout_s, connect, clock)
         self._coordinators: dict[str, BrokerAddress] = {}
         self._bootstrap = 0
 
     def close(self) -> None:
-        for session in self._sessions.values():
-            session.close()
-        self._sessions.clear()
+        self._sessions.close()
 
     def __enter__(self) -> "GroupAdmin":
         return self
@@ -149,7 +140,7 @@ class GroupAdmin:
             try:
                 answers.update(gp.listed_offsets(
                     self._send(leader, gp.LIST_OFFSETS, lambda v: gp.list_offsets_request(v, wanted))))
-            except _Unavailable:
+            except BrokerUnavailable:
                 answers.update({tp: (-1, "leader_not_reachable") for tp in wanted})
         return answers
 
@@ -162,20 +153,21 @@ class GroupAdmin:
         results: dict[str, R] = {}
         pending = list(dict.fromkeys(groups))
         reasons: dict[str, str] = {}
-        backoff_s = FIRST_BACKOFF_S
+        backoff = self._backoff()
         for _ in range(MAX_ROUNDS):
             for address, batch in self._coordinators_of(pending, reasons).items():
                 self._ask_coordinator(address, batch, ask, retriable, results, reasons)
             pending = [g for g in pending if g not in results]
             if not pending:
                 return results
-            backoff_s = self._back_off(backoff_s, pending, reasons)
+            if not backoff.wait():
+                break
         raise self._gave_up(pending, reasons)
 
     def _ask_coordinator(self, address, batch, ask, retriable, results, reasons) -> None:
         try:
             answers = ask(address, batch)
-        except _Unavailable as error:
+        except BrokerUnavailable as error:
             for group in batch:
                 self._coordinators.pop(group, None)
                 reasons[group] = f"coordinator {address.broker_id} unreachable: {error}"
@@ -214,7 +206,7 @@ class GroupAdmin:
                 response = self._send(broker, gp.FIND_COORDINATOR, lambda v: gp.find_coordinator_request(v, batch))
                 for group, found in gp.coordinators(response, batch).items():
                     self._found(found, reasons)
-        except _Unavailable as error:
+        except BrokerUnavailable as error:
             self._bootstrap += 1           # ask the next broker next round
             for group in groups:
                 reasons.setdefault(group, f"broker {broker.broker_id} unreachable: {error}")
@@ -234,8 +226,8 @@ class GroupAdmin:
         for i in range(len(self.brokers)):
             broker = self.brokers[(self._bootstrap + i) % len(self.brokers)]
             try:
-                self._session(broker)
-            except _Unavailable as error:
+                self._sessions.session(broker)
+            except BrokerUnavailable as error:
                 for group in groups:
                     reasons[group] = f"broker {broker.broker_id} unreachable: {error}"
                 continue
@@ -244,12 +236,12 @@ class GroupAdmin:
         return None
 
     def _list_groups_of(self, broker: BrokerAddress) -> list[gp.ListedGroup]:
-        backoff_s = FIRST_BACKOFF_S
+        backoff = self._backoff()
         reason = ""
         for _ in range(MAX_ROUNDS):
             try:
                 error, groups = gp.listed_groups(self._send(broker, gp.LIST_GROUPS, gp.list_groups_request))
-            except _Unavailable as unavailable:
+            except BrokerUnavailable as unavailable:
                 error, groups = None, None
                 reason = f"unreachable: {unavailable}"
             if groups is not None and error is None:
@@ -257,17 +249,12 @@ class GroupAdmin:
             if error is not None and error not in RETRIABLE:
                 raise GroupQueryError(f"ListGroups failed: {error.upper()}")
             reason = reason if error is None else error.upper()
-            if self._remaining_s() <= backoff_s:
+            if not backoff.wait():
                 break
-            self._sleep(backoff_s)
-            backoff_s = min(2 * backoff_s, MAX_BACKOFF_S)
         raise GroupQueryError(f"no answer to ListGroups in time ({reason})")
 
-    def _back_off(self, backoff_s: float, pending: list[str], reasons: dict[str, str]) -> float:
-        if self._remaining_s() <= backoff_s:
-            raise self._gave_up(pending, reasons)
-        self._sleep(backoff_s)
-        return min(2 * backoff_s, MAX_BACKOFF_S)
+    def _backoff(self) -> Backoff:
+        return Backoff(FIRST_BACKOFF_S, MAX_BACKOFF_S, self._sessions.remaining_s, self._sleep)
 
     def _gave_up(self, pending: list[str], reasons: dict[str, str]) -> GroupQueryError:
         group = pending[0]
@@ -281,42 +268,19 @@ class GroupAdmin:
         return gp.fetched_offsets(self._send(address, gp.OFFSET_FETCH, lambda v: gp.offset_fetch_request(v, groups)),
                                   groups)
 
-    def _remaining_s(self) -> float:
-        return self._deadline - self._clock()
-
-    def _session(self, address: BrokerAddress):
-        key = (address.host, address.port)
-        if key not in self._sessions:
-            if self._remaining_s() <= 0:
-                raise _Unavailable("the deadline passed")
-            try:
-                self._sessions[key] = self._connect(address, min(self._remaining_s(), REQUEST_TIMEOUT_S))
-            except ConnectionError as error:
-                raise _Unavailable(str(error)) from None
-        return self._sessions[key]
-
     def _version(self, address: BrokerAddress, api: tuple[int, int, int]) -> int:
-        version = self._session(address).version(api)
+        version = self._sessions.version(address, api)
         if version is None:
-            raise GroupQueryError(f"broker {address.broker_id} does not support {_API_NAMES[api[0]]} "
-                                  f"(API {api[0]}) in versions {api[1]}-{api[2]}")
+            raise self._unsupported(address, api)
         return version
 
     def _send(self, address: BrokerAddress, api: tuple[int, int, int], build: Callable[[int], object]):
-        from kafkactl.cluster.protocol.codec import response_class
+        return self._sessions.send(address, api, build, lambda: self._unsupported(address, api))
 
-        version = self._version(address, api)
-        session = self._session(address)
-        timeout_s = min(self._remaining_s(), REQUEST_TIMEOUT_S)
-        if timeout_s <= 0:
-            raise _Unavailable("the deadline passed")
-        try:
-            return session.client.request(build(version), timeout_s=timeout_s,
-                                          response_cls=response_class(api[0], version))
-        except ConnectionError as error:   # BrokerConnectionError: the client closed the socket
-            self._sessions.pop((address.host, address.port), None)
-            session.close()
-            raise _Unavailable(str(error)) from None
+    @staticmethod
+    def _unsupported(address: BrokerAddress, api: tuple[int, int, int]) -> GroupQueryError:
+        return GroupQueryError(f"broker {address.broker_id} does not support {_API_NAMES[api[0]]} "
+                               f"(API {api[0]}) in versions {api[1]}-{api[2]}")
 
 
 _API_NAMES = {gp.FIND_COORDINATOR[0]: "FindCoordinator", gp.LIST_GROUPS[0]: "ListGroups",
@@ -328,9 +292,3 @@ _API_NAMES = {gp.FIND_COORDINATOR[0]: "FindCoordinator", gp.LIST_GROUPS[0]: "Lis
 def _retriable_in(errors: Mapping[TopicPartition, str | None]) -> str | None:
     """OffsetCommit says coordinator errors per partition: retry when any is retriable."""
     return next((e for e in errors.values() if e in RETRIABLE), None)
-
-
-def _connect(address: BrokerAddress, timeout_s: float):
-    from kafkactl.cluster.admin.broker_queries import _Session
-
-    return _Session(address, timeout_s)

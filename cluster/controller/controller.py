@@ -396,7 +396,19 @@ class Controller:
 
     def _on_preferred(self, _event: ev.PreferredReplicaElection) -> None:
         partitions = self.reads.preferred()
+        if partitions is not None:
+            self._refresh_states(partitions)
         self._run(lambda ctx: preferred.on_preferred_replica_election(ctx, partitions))
+
+    def _refresh_states(self, partitions) -> None:
+        """Take the partitions' states as ZooKeeper has them now, as Kafka
+        elects on them: a leader's ISR expansion reaches the controller only
+        with its batched notification, and a replica back in the ISR must be
+        electable at once."""
+        known = [tp for tp in partitions if tp in self.context.assignments]
+        if known:
+            states = self._port.read_partition_states(known)
+            self._run(lambda ctx: isr_change.on_isr_change(ctx, states))
 
     def _on_isr_change(self, _event: ev.IsrChangeNotification) -> None:
         states, paths = self.reads.isr_changes(self._port.read_partition_states)
@@ -466,6 +478,10 @@ class Controller:
     def _on_elect_leaders(self, event: ev.ApiElectLeaders) -> None:
         def work():
             settled, electable = admin_requests.election_candidates(self.context, event.partitions, event.unclean)
+            if electable:
+                self._refresh_states(electable)
+                fresh, electable = admin_requests.election_candidates(self.context, electable, event.unclean)
+                settled.update(fresh)
             if electable:
                 self._run(lambda ctx: admin_requests.elect(ctx, frozenset(electable), event.unclean))
             results = {tp: (*result, -1) for tp, result in settled.items()}

@@ -80,3 +80,22 @@ def create_topic(c: WireClient, topic: str) -> None:
         topic_metadata = c.request(request).topics[0]
         return topic_metadata.error_code == ErrorCode.none and topic_metadata.partitions[0].leader_id >= 0
     wait_for(led, 20, f"a leader for topic {topic}", interval_s=0.2)
+
+
+def wait_until_known_everywhere(brokers, topic: str, timeout_s: float = 20.0) -> None:
+    """Wait until every broker's metadata has `topic` with a leader for each
+    partition: a topic written straight to ZooKeeper reaches each broker's
+    cache a moment later, and until then a broker answers requests naming it
+    with UNKNOWN_TOPIC_OR_PARTITION."""
+    request = metadata12.MetadataRequest(
+        topics=(metadata12.MetadataRequestTopic(topic_id=None, name=topic),),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    for broker in brokers:
+        c = client(broker)
+        try:
+            def known() -> bool:
+                answer = c.request(request).topics[0]
+                return answer.error_code == ErrorCode.none and all(p.leader_id >= 0 for p in answer.partitions)
+            wait_for(known, timeout_s, f"broker {broker.id} to know topic {topic}", interval_s=0.1)
+        finally:
+            c.close()

@@ -193,7 +193,11 @@ class Simulation(BrokerActions, AdminActions, Checks):
 
     def _preferred(self, _event) -> list:
         partitions = self.reads.preferred()
-        return [lambda c: ops.on_preferred_replica_election(c, partitions)]
+        steps = []
+        if partitions is not None:     # elect on ZooKeeper's states, as Controller._refresh_states
+            states = self.port.read_partition_states([tp for tp in partitions if tp in self.ctx.assignments])
+            steps.append(lambda c: ops.on_isr_change(c, states))
+        return [*steps, lambda c: ops.on_preferred_replica_election(c, partitions)]
 
     def _isr_change(self, _event) -> list:
         states, paths = self.reads.isr_changes(self.port.read_partition_states)

@@ -248,6 +248,9 @@ def test_unclean_election_elects_a_live_out_of_sync_replica(fc, confluent, kafka
     assert fc.state(topic, 0).isr == [2]
     fc.kill(2)
     wait_for(lambda: fc.leader(topic, 0) == -1, TIMEOUT_S, what="the partition to go offline")
+    # A new client: librdkafka sends ElectLeaders to the controller it last
+    # saw and waits for it to come back, not for a new one, when broker 2 was it.
+    confluent = AdminClient({"bootstrap.servers": fc.bootstrap})
     # Preferred cannot help; unclean elects broker 3; a partition with no live replica cannot be elected.
     asked = [TopicPartition(topic, 0), TopicPartition(lost, 0)]
     preferred = confluent.elect_leaders(ElectionType.PREFERRED, asked[:1]).result(TIMEOUT_S)

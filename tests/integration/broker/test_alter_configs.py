@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from support.names import unique_topic
 from support.waiting import wait_for
+from support.wire import wait_until_known_everywhere
 
 from kafkactl.cluster.zk import layout
 
@@ -39,6 +40,7 @@ def new_topic(status, zk, prefix: str) -> str:
 
     topic = unique_topic(prefix)
     create_topic(zk, topic, {0: [status.brokers[0].id]}, {})
+    wait_until_known_everywhere(status.brokers, topic)
     return topic
 
 

@@ -6,8 +6,6 @@ an offline partition, an unclean leader (leader_recovery_state), a broker
 with a rack and one without, under a chroot. No broker process runs: commands
 that ask brokers report them per replica instead of failing."""
 
-import resource
-import time
 
 import pytest
 
@@ -123,20 +121,17 @@ def test_configs_and_reassignment_status(kafka):
         ("new", 1, [1, 2], [2], [3])
 
 
-def test_a_simple_command_starts_fast(real_cli, kafka_zookeeper):
-    # CPU time of the process, not wall time: on a shared 2-core machine other
-    # work stretches the wall clock several times over, not the work done.
-    cpu_s, wall_s = [], []
-    for _ in range(5):
-        before, start = _children_cpu_s(), time.monotonic()
-        real_cli.ok("-z", kafka_zookeeper, "topics", "list")
-        wall_s.append(time.monotonic() - start)
-        cpu_s.append(_children_cpu_s() - before)
-    # The aim is 0.3 s; typer 0.29 alone spends ~0.08 s importing pydantic to
-    # convert parameters, and a loaded machine adds some CPU too: 1.5x.
-    assert min(cpu_s) < 0.3 * 1.5, (cpu_s, wall_s)
+# Packages a simple command must not load: each costs 0.1-1 s of start-up
+# (pyspark, pandas and pyarrow are the planner's; the client libraries and
+# paramiko serve other commands). The start-up time itself is measured by
+# bench/cli_startup.py, not timed here.
+HEAVY_PACKAGES = {"pyspark", "pandas", "pyarrow", "numpy", "confluent_kafka", "kafka", "paramiko",
+                  "ansible", "pydantic", "kio"}
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)   # children that have ended
-    return usage.ru_utime + usage.ru_stime
+def test_a_simple_command_loads_no_heavy_package(real_cli, kafka_zookeeper):
+    done = real_cli.ok("-z", kafka_zookeeper, "topics", "list", extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = {line.split("|")[-1].strip().split(".")[0]
+                for line in done.err.splitlines() if line.startswith("import time:")}
+    assert "kazoo" in imported, "the import trace was not captured"
+    assert not imported & HEAVY_PACKAGES, sorted(imported & HEAVY_PACKAGES)
