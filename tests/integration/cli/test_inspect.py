@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -197,33 +199,48 @@ def without_free(broker: dict) -> dict:
 
 
 
-def watch_for_a_while(live, topic: str, *extra: str) -> str:
+# Refreshes read before Ctrl-C: 4 intervals of 0.5 s between the first and the
+# last, longer than --timeout 1.5, so one deadline could not serve them all
+# (with -b every refresh needs a fresh Admin client).
+REFRESHES = 5
+
+
+def watch(live, topic: str, *extra: str, report=lambda line: line.startswith("partitions: 1,")) -> str:
+    """`isr TOPIC --watch` until it printed REFRESHES reports (lines `report` picks), then Ctrl-C."""
     # Ctrl-C as from a terminal: a test run started in the background by a
     # non-interactive shell inherits SIGINT ignored, so restore the default.
-    # --timeout 1, shorter than the watch: every refresh needs a deadline of
-    # its own (with -b a fresh Admin client each time).
-    watcher = subprocess.Popen([str(KAFKACTL), "isr", topic, "--watch", "--interval", "0.3", "--timeout", "1",
+    watcher = subprocess.Popen([str(KAFKACTL), "isr", topic, "--watch", "--interval", "0.5", "--timeout", "1.5",
                                 *extra, *live.via()],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=live.env,
                                stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in watcher.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        time.sleep(2.5)
+        wait_for(lambda: sum(map(report, list(lines))) >= REFRESHES or watcher.poll() is not None, WAIT_S,
+                 f"{REFRESHES} refreshes", diagnose=lambda: "".join(lines))
     finally:
         watcher.send_signal(signal.SIGINT)
-        out, err = watcher.communicate(timeout=30)
+        err = watcher.communicate(timeout=30)[1]
+        reader.join(30)
     assert watcher.returncode == 0, err
-    assert "Traceback" not in err
-    return out
+    assert "Traceback" not in err and sum(map(report, lines)) >= REFRESHES, err
+    return "".join(lines)
 
 
 def test_isr_watch_refreshes_until_interrupted(live, backend):
     create(live, live.t("watched"), "1:2:3")
-    out = watch_for_a_while(live, live.t("watched"))
-    refreshes = out.count("partitions: 1, under-replicated: 0")
-    assert refreshes >= 3, out       # one report per 0.3 s, however slow the machine: at least a few
+    out = watch(live, live.t("watched"))
     assert "\033" not in out, "screen control codes written to a pipe"
-    documents = [json.loads(line) for line in watch_for_a_while(live, live.t("watched"), "-o", "json").splitlines()]
-    assert len(documents) >= 3 and all(d["summary"]["partitions"] == 1 for d in documents)
+    assert len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", out, re.M)) >= REFRESHES   # each refresh says when
+    documents = [json.loads(line) for line in
+                 watch(live, live.t("watched"), "-o", "json", report=lambda line: line.startswith("{")).splitlines()]
+    assert len(documents) >= REFRESHES and all(d["summary"]["partitions"] == 1 for d in documents)
     changed = [d["partitions"][0]["isr_changed_ms"] for d in documents]
     if backend == "zookeeper":
         assert all(abs(ms / 1000 - time.time()) < 600 for ms in changed)
