@@ -1,16 +1,19 @@
 """`kafkactl isr`: leaders and ISRs, and how far each replica outside the ISR is behind.
 
-Leader, leader epoch, replicas and ISR come from ZooKeeper; the lag of an
-out-of-ISR replica (in offsets) from the brokers themselves (ListOffsets);
-"since" is when the partition's leader or ISR last changed (the state
-znode's mtime).
+Leader, leader epoch, replicas and ISR come from ZooKeeper (-z) or Metadata
+(-b); the lag of an out-of-ISR replica (in offsets) from the brokers
+themselves (ListOffsets); "since" is when the partition's leader or ISR last
+changed (the state znode's mtime). The Admin API does not say when: with -b
+isr_changed_ms is null and the table leaves "since" out.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
+
 import typer
 
-from kafkactl.cli.common import SHARED_EPILOG, shared, timeout_s, zookeeper
+from kafkactl.cli.common import SHARED_EPILOG, cluster_backend, is_admin_api, shared, timeout_s
 from kafkactl.cli.topics import complete_topics
 
 # A group that runs by itself; interspersed args, so options may follow the
@@ -33,22 +36,34 @@ def isr(
                                    help="Seconds between refreshes with --watch."),
 ) -> None:
     """Per partition: leader, leader epoch, replicas, ISR, and for each replica
-    outside the ISR how far behind it is and since when; then a summary."""
+    outside the ISR how far behind it is and (through ZooKeeper) since when; then a summary."""
     if not interval > 0:
         from kafkactl.cli.errors import CliUsageError
 
         raise CliUsageError(f"--interval {interval!r}: give a positive number of seconds")
-    with zookeeper(ctx, "kafkactl isr shows when each ISR last changed (the partition state znode's time), "
-                        "which only ZooKeeper knows; `kafkactl topics describe` shows leaders and ISRs") as client:
-        if not watch:
-            _show(ctx, client, list(topics or []))
-            return
-        _watch(ctx, client, list(topics or []), interval)
+    if not watch:
+        with _backend(ctx) as backend:
+            _show(ctx, backend, list(topics or []))
+        return
+    if is_admin_api(ctx):
+        # The Admin client has one deadline for its command: a fresh one per refresh.
+        _watch(ctx, lambda: _backend(ctx), list(topics or []), interval)
+        return
+    with _backend(ctx) as backend:     # one ZooKeeper session for every refresh
+        _watch(ctx, lambda: nullcontext(backend), list(topics or []), interval)
 
 
-def _watch(ctx: typer.Context, client, topics: list[str], interval_s: float) -> None:
+@contextmanager
+def _backend(ctx: typer.Context):
+    """Either back end; ZooKeeper's reads bounded as the brokers' ListOffsets are (--timeout, default 5 s)."""
+    with cluster_backend(ctx, ISR_TIMEOUT_S) as backend:
+        yield backend
+
+
+def _watch(ctx: typer.Context, backends, topics: list[str], interval_s: float) -> None:
     """Tables redrawn in place on a terminal (as watch(1) does), one after the
-    other elsewhere; with -o json one document per line, for a pipe."""
+    other elsewhere; with -o json one document per line, for a pipe.
+    `backends()`: a context manager giving the back end for one refresh."""
     import sys
     import time
 
@@ -60,20 +75,21 @@ def _watch(ctx: typer.Context, client, topics: list[str], interval_s: float) -> 
                 if terminal:
                     print("\033[H\033[2J", end="")  # clear the screen: only on a terminal
                 print(time.strftime("%Y-%m-%d %H:%M:%S"))
-            _show(ctx, client, topics, one_line=output == "json")
+            with backends() as backend:
+                _show(ctx, backend, topics, one_line=output == "json")
             sys.stdout.flush()
             time.sleep(interval_s)
     except KeyboardInterrupt:
         return
 
 
-def _show(ctx: typer.Context, client, topics: list[str], one_line: bool = False) -> None:
+def _show(ctx: typer.Context, backend, topics: list[str], one_line: bool = False) -> None:
     from kafkactl.cluster.admin.isr_lag import isr_report, summary
 
     from kafkactl.cli.errors import CliUsageError
     from kafkactl.cli.output import emit
 
-    rows, missing = isr_report(client, topics or None, timeout_s(ctx, ISR_TIMEOUT_S))
+    rows, missing = isr_report(backend, topics or None, timeout_s(ctx, ISR_TIMEOUT_S))
     if missing:
         raise CliUsageError(f"topic {missing[0]!r} does not exist (see `kafkactl topics list`)")
     totals = summary(rows)
@@ -107,14 +123,15 @@ def _out_of_isr(row: dict, now_ms: int) -> str:
 
     if not row["out_of_isr"]:
         return ""
-    since = format_time_ms(row["isr_changed_ms"], now_ms)
     parts = []
     for lag in row["out_of_isr"]:
         if lag["problem"] is not None:
             parts.append(f"{lag['broker_id']}: lag unknown, {lag['problem']}")
         else:
             parts.append(f"{lag['broker_id']}: {lag['lag']} behind")
-    return "; ".join(parts) + f" (since {since})"
+    if row["isr_changed_ms"] is None:     # the Admin API does not say when the ISR changed
+        return "; ".join(parts)
+    return "; ".join(parts) + f" (since {format_time_ms(row['isr_changed_ms'], now_ms)})"
 
 
 def _ids(values: list[int]) -> str:

@@ -184,7 +184,8 @@ BACKEND_TABLE = [
     ("controller show", "/controller, /controller_epoch", "Metadata (the id only: no epoch, no election time)"),
     ("elect preferred", "/admin/preferred_replica_election", "ElectLeaders (PREFERRED)"),
     ("elect unclean", "unclean.leader.election.enable, then restored", "ElectLeaders (UNCLEAN)"),
-    ("isr", "state znodes (when the ISR changed), ListOffsets", "refused (the ISR's change time is only in ZooKeeper)"),
+    ("isr", "state znodes (when the ISR changed), ListOffsets", "Metadata, DescribeConfigs (min.insync.replicas), "
+     "ListOffsets; no time of the ISR's last change (null, \"since\" left out)"),
     ("reassign generate, execute, verify, status, cancel", "/admin/reassign_partitions, throttles",
      "refused for now (AlterPartitionReassignments / ListPartitionReassignments are built, not wired)"),
     ("groups ...", "brokers from /brokers/ids, leaders from znodes", "brokers and leaders from Metadata; the group APIs"),

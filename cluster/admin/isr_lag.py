@@ -1,11 +1,13 @@
 """How far each replica outside the ISR is behind its leader, and since when.
 
-ZooKeeper says who is in the ISR and, through the state znode's mtime, when
-leader or ISR last changed. The brokers say where each log ends: the leader
-and every out-of-ISR follower are asked with ListOffsets (replica_id -2, see
-broker_queries), and the lag is the leader's log end offset minus the
-follower's. A broker that is not registered or does not answer is reported
-per replica, with the reason.
+The cluster back end (ZooKeeper or the Admin API: backend.py) says who leads
+and who is in the ISR, and which brokers are live. Only ZooKeeper says when
+leader or ISR last changed (the state znode's mtime); Metadata does not, so
+through the Admin API that time is None, never guessed. The brokers say
+where each log ends: the leader and every out-of-ISR follower are asked with
+ListOffsets (replica_id -2, see broker_queries), and the lag is the leader's
+log end offset minus the follower's. A broker that is not registered or does
+not answer is reported per replica, with the reason.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from kafkactl.cluster.admin import broker_queries
+from kafkactl.cluster.admin.backend import ZOOKEEPER
 from kafkactl.cluster.admin.inspect import NO_LEADER, partition_health
 from kafkactl.cluster.admin.topics import PartitionInfo
 
@@ -74,11 +77,13 @@ def _offset(broker_id: int, key: tuple[str, int], answers: dict[int, object]) ->
 
 
 def isr_rows(partitions: list[PartitionInfo], answers: dict[int, object], live: set[int],
-             min_isr: dict[str, int]) -> list[dict]:
+             min_isr: dict[str, int], change_times: bool = True) -> list[dict]:
+    """One row per partition; `change_times` False: the back end does not know
+    when each ISR changed (isr_changed_ms None)."""
     rows = []
     for p in partitions:
         health = partition_health(p, live, min_isr[p.topic])
-        rows.append({**p.to_dict(), "isr_changed_ms": p.isr_changed_ms,
+        rows.append({**p.to_dict(), "isr_changed_ms": p.isr_changed_ms if change_times else None,
                      "min_insync_replicas": min_isr[p.topic],
                      "under_replicated": health.under_replicated, "under_min_isr": health.under_min_isr,
                      "offline": health.unavailable,
@@ -95,19 +100,18 @@ def summary(rows: list[dict]) -> dict[str, int]:
     }
 
 
-def isr_report(client, topics: list[str] | None, timeout_s: float) -> tuple[list[dict], list[str]]:
-    """Rows for every partition of `topics` (all when None), and the topics that do not exist."""
-    from kafkactl.cluster.admin.topics import describe_topics, list_topics, live_brokers, min_insync_replicas
-
-    names = topics or list_topics(client, timeout_s)
-    described = describe_topics(client, names, timeout_s)
+def isr_report(backend, topics: list[str] | None, timeout_s: float) -> tuple[list[dict], list[str]]:
+    """Rows for every partition of `topics` (all when None), and the topics that do
+    not exist. `backend`: a ClusterBackend; `timeout_s` bounds the brokers' ListOffsets."""
+    names = topics or backend.topic_names()
+    described = backend.describe_topics(names)
     missing = [t for t, parts in described.items() if parts is None]
     partitions = [p for parts in described.values() if parts for p in parts]
-    registrations = {b.broker_id: b for b in live_brokers(client, timeout_s)}
-    min_isr = min_insync_replicas(client, [t for t in names if t not in missing], timeout_s)
+    registrations = {b.broker_id: b for b in backend.brokers()}
+    min_isr = backend.min_insync_replicas([t for t in names if t not in missing])
     questions = offset_questions(partitions)
     addresses = [broker_queries.BrokerAddress(b, registrations[b].host, registrations[b].port)
                  for b in questions if b in registrations]
     answers = broker_queries.ask_each(
         {a: broker_queries.log_end_offsets(questions[a.broker_id]) for a in addresses}, timeout_s)
-    return isr_rows(partitions, answers, set(registrations), min_isr), missing
+    return isr_rows(partitions, answers, set(registrations), min_isr, backend.kind == ZOOKEEPER), missing

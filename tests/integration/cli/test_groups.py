@@ -3,7 +3,9 @@
 groups. Lag is checked against what was produced and consumed; resets are
 checked by a consumer that starts from the new offsets.
 
-One cluster for the module; each test has groups and topics of its own.
+One cluster for the module; each test has groups and topics of its own, and
+runs through both back ends (-z and -b: support/backends.py), which find the
+brokers and the partitions' leaders each their own way.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 
 import pytest
 
+from support.backends import BACKENDS, address_args
 from support.local_cluster import cluster_up
 from support.names import unique_topic
 from support.waiting import wait_for
@@ -28,6 +31,25 @@ CONSUMED = 120
 def up(tmp_path_factory):
     with cluster_up(tmp_path_factory, 3) as running:
         yield running
+
+
+class Through:
+    """The module's `kafkactl` with -z or -b and the cluster's address on every command."""
+
+    def __init__(self, cli, via: list[str]) -> None:
+        self.cli, self.via = cli, via
+
+    def __call__(self, *args: str):
+        return self.cli(*args, *self.via)
+
+    def ok(self, *args: str):
+        return self.cli.ok(*args, *self.via)
+
+
+@pytest.fixture(params=BACKENDS)
+def kafkactl(up, request) -> Through:
+    _, _, status = up
+    return Through(up[0], address_args(request.param, status))
 
 
 def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
@@ -109,8 +131,8 @@ def new_topic(cli, prefix: str) -> str:
     return topic
 
 
-def test_describe_lag_and_reset_of_a_live_then_empty_group(up):
-    cli, _, status = up
+def test_describe_lag_and_reset_of_a_live_then_empty_group(up, kafkactl):
+    cli, status = kafkactl, up[2]
     bootstrap = status["bootstrap_servers"]
     topic, group = new_topic(cli, "events"), unique_topic("live")
     produce(bootstrap, topic, PRODUCED)
@@ -178,8 +200,8 @@ def _check_reset_of_the_empty_group(cli, bootstrap: str, group: str, topic: str)
     assert first == {p: o for p, o in expected.items() if o < PRODUCED[p]}
 
 
-def test_export_then_reset_from_the_file(up, tmp_path):
-    cli, _, status = up
+def test_export_then_reset_from_the_file(up, kafkactl, tmp_path):
+    cli, status = kafkactl, up[2]
     topic, group = new_topic(cli, "exported"), unique_topic("filed")
     produce(status["bootstrap_servers"], topic, PRODUCED)
     cli.ok("groups", "reset-offsets", group, "--topic", topic, "--to-latest", "--execute")
@@ -192,8 +214,8 @@ def test_export_then_reset_from_the_file(up, tmp_path):
     assert committed(describe(cli, group)) == {0: 70, 1: 80, 2: 90}
 
 
-def test_delete_is_refused_while_the_group_has_members(up):
-    cli, _, status = up
+def test_delete_is_refused_while_the_group_has_members(up, kafkactl):
+    cli, status = kafkactl, up[2]
     bootstrap = status["bootstrap_servers"]
     topic, group = new_topic(cli, "deleted"), unique_topic("doomed")
     produce(bootstrap, topic, {0: 5})
@@ -214,10 +236,10 @@ def test_delete_is_refused_while_the_group_has_members(up):
     assert gone.returncode == 2 and "does not exist" in one_line_error(gone)
 
 
-def test_delete_offsets_of_a_subscribed_topic_is_refused_and_of_another_allowed(up):
+def test_delete_offsets_of_a_subscribed_topic_is_refused_and_of_another_allowed(up, kafkactl):
     from confluent_kafka import TopicPartition
 
-    cli, _, status = up
+    cli, status = kafkactl, up[2]
     bootstrap = status["bootstrap_servers"]
     subscribed, other, group = new_topic(cli, "sub"), new_topic(cli, "other"), unique_topic("offsets")
     produce(bootstrap, subscribed, {0: 5})

@@ -1,20 +1,26 @@
 """`kafkactl controller`, `brokers`, `isr` and the health filters of `topics describe`,
 as subprocesses against a real local cluster (ZooKeeper + 3 brokers).
 
-One cluster serves the module. The read-only tests come first; the last test
-stops broker 3 to make partitions under-replicated, unavailable and led by a
-non-preferred replica, then restarts it throttled so that it stays behind,
-and reads how far behind it is.
+One cluster serves the module. The read-only tests come first, each through
+both back ends (-z and -b: support/backends.py), with what they check read
+from ZooKeeper itself. The last test stops broker 3 to make partitions
+under-replicated, unavailable and led by a non-preferred replica, then
+restarts it throttled so that it stays behind, and reads how far behind it
+is; it runs once (its cluster state cannot be made twice) and asks both back
+ends at each step.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,10 +29,12 @@ from confluent_kafka import Producer
 from kafkactl.cluster.local import LocalCluster
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.client import session as zk_session
+from support.backends import BACKENDS, address_args
 from support.waiting import wait_for
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 MESSAGES = 3000
+WAIT_S = 30
 
 
 class Live:
@@ -37,14 +45,40 @@ class Live:
         self.env = {k: v for k, v in os.environ.items() if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
         self.env.update(KAFKACTL_CONFIG=str(root / "home" / "config.json"), XDG_STATE_HOME=str(root / "home" / "state"))
         self.up: dict = {}
+        self.backend = "zookeeper"
 
     @property
     def cluster(self) -> LocalCluster:
         return LocalCluster(self.root / "cluster")
 
+    def via(self) -> list[str]:
+        """-z or -b with the cluster's address, as the test's back end wants."""
+        return address_args(self.backend, self.up)
+
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env, timeout=120,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run([str(KAFKACTL), *args, *self.via()], capture_output=True, text=True, env=self.env,
+                              timeout=120, stdin=subprocess.DEVNULL)
+
+    def t(self, name: str) -> str:
+        """A topic name of this back end's own (both share the module's cluster)."""
+        return name if self.backend == "zookeeper" else f"{name}-b"
+
+    @contextmanager
+    def through(self, way: str):
+        """Commands go through back end `way` for a while."""
+        mine, self.backend = self.backend, way
+        try:
+            yield self
+        finally:
+            self.backend = mine
+
+    def both(self, *args: str, code: int = 0) -> dict[str, object]:
+        """`-o json` of one command through each back end, by back end."""
+        answers = {}
+        for way in BACKENDS:
+            with self.through(way):
+                answers[way] = self.json(*args, code=code)
+        return answers
 
     def ok(self, *args: str) -> str:
         done = self.run(*args)
@@ -69,6 +103,11 @@ def live(tmp_path_factory):
         cluster.cluster.down(timeout_s=10)
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(live, request):
+    live.backend = request.param
+    yield request.param
+    live.backend = "zookeeper"
 
 
 def create(live: Live, topic: str, assignment: str) -> None:
@@ -88,28 +127,38 @@ def produce(live: Live, topic: str, count: int, size: int = 1000) -> None:
     assert producer.flush(30) == 0
 
 
-def test_controller_show(live):
+def test_controller_show(live, backend):
     with zk_session(live.up["zookeeper"], 10) as client:
         controller_id = codecs.decode_controller(client.get(layout.CONTROLLER)[0])
         epoch = codecs.decode_controller_epoch(client.get(layout.CONTROLLER_EPOCH)[0])
     shown = live.json("controller", "show")
-    assert shown["controller_id"] == controller_id and shown["controller_epoch"] == epoch >= 1
-    assert abs(shown["elected_ms"] / 1000 - time.time()) < 600
-    assert f"broker {controller_id}" in live.ok("controller", "show")
+    table = live.ok("controller", "show")
+    assert shown["controller_id"] == controller_id and f"broker {controller_id}" in table
+    if backend == "zookeeper":
+        assert shown["controller_epoch"] == epoch >= 1
+        assert abs(shown["elected_ms"] / 1000 - time.time()) < 600
+    else:   # Metadata names the controller, not its epoch nor when it was elected
+        assert shown["controller_epoch"] is None and shown["elected_ms"] is None
+        assert "controller epoch:  unknown" in table and "elected:           unknown" in table
 
 
-def test_brokers_list_and_describe_with_log_dirs(live):
-    create(live, "sized", "1:2")
-    produce(live, "sized", 200)
+def test_brokers_list_and_describe_with_log_dirs(live, backend):
+    create(live, live.t("sized"), "1:2")
+    produce(live, live.t("sized"), 200)
     with zk_session(live.up["zookeeper"], 10) as client:
         epochs = {b: client.get(layout.broker(b))[1].czxid for b in (1, 2, 3)}
         controller_id = codecs.decode_controller(client.get(layout.CONTROLLER)[0])
     brokers = live.json("brokers", "list")
     assert [b["id"] for b in brokers] == [1, 2, 3]
-    assert {b["id"]: b["broker_epoch"] for b in brokers} == epochs
     assert [b["id"] for b in brokers if b["controller"]] == [controller_id]
     one = brokers[0]
-    assert one["endpoints"] == [f"PLAINTEXT://{live.up['brokers'][0]['host']}:{live.up['brokers'][0]['port']}"]
+    address = f"{live.up['brokers'][0]['host']}:{live.up['brokers'][0]['port']}"
+    if backend == "zookeeper":
+        assert {b["id"]: b["broker_epoch"] for b in brokers} == epochs
+        assert one["endpoints"] == [f"PLAINTEXT://{address}"]
+    else:   # Metadata names no listener and no broker epoch
+        assert [b["broker_epoch"] for b in brokers] == [-1, -1, -1]
+        assert one["endpoints"] == [address]
     assert one["leader_count"] >= 1 and one["replica_count"] >= 1
     dirs = {Path(d["path"]).name: d for d in one["log_dirs"]}
     assert {name: d["media"] for name, d in dirs.items()} == {"ssd0": "ssd", "hdd0": "hdd"}
@@ -145,30 +194,77 @@ def partitions(rows) -> list[tuple[str, int]]:
     return [(r["topic"], r["partition"]) for r in rows]
 
 
-def watch_for_a_while(live, *extra: str) -> str:
+def without_free(broker: dict) -> dict:
+    return {**broker, "log_dirs": [{k: v for k, v in d.items() if k != "free_bytes"} for d in broker["log_dirs"]]}
+
+
+
+# Refreshes read before Ctrl-C: 4 intervals of 0.5 s between the first and the
+# last, longer than --timeout 1.5, so one deadline could not serve them all
+# (with -b every refresh needs a fresh Admin client).
+REFRESHES = 5
+
+
+def watch(live, topic: str, *extra: str, report=lambda line: line.startswith("partitions: 1,")) -> str:
+    """`isr TOPIC --watch` until it printed REFRESHES reports (lines `report` picks), then Ctrl-C."""
     # Ctrl-C as from a terminal: a test run started in the background by a
     # non-interactive shell inherits SIGINT ignored, so restore the default.
-    watcher = subprocess.Popen([str(KAFKACTL), "isr", "watched", "--watch", "--interval", "0.3", *extra],
+    watcher = subprocess.Popen([str(KAFKACTL), "isr", topic, "--watch", "--interval", "0.5", "--timeout", "1.5",
+                                *extra, *live.via()],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=live.env,
                                stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in watcher.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        time.sleep(2.5)
+        wait_for(lambda: sum(map(report, list(lines))) >= REFRESHES or watcher.poll() is not None, WAIT_S,
+                 f"{REFRESHES} refreshes", diagnose=lambda: "".join(lines))
     finally:
         watcher.send_signal(signal.SIGINT)
-        out, err = watcher.communicate(timeout=30)
+        err = watcher.communicate(timeout=30)[1]
+        reader.join(30)
     assert watcher.returncode == 0, err
-    assert "Traceback" not in err
-    return out
+    assert "Traceback" not in err and sum(map(report, lines)) >= REFRESHES, err
+    return "".join(lines)
 
 
-def test_isr_watch_refreshes_until_interrupted(live):
-    create(live, "watched", "1:2:3")
-    out = watch_for_a_while(live)
-    refreshes = out.count("partitions: 1, under-replicated: 0")
-    assert refreshes >= 3, out       # one report per 0.3 s, however slow the machine: at least a few
+def test_isr_watch_refreshes_until_interrupted(live, backend):
+    create(live, live.t("watched"), "1:2:3")
+    out = watch(live, live.t("watched"))
     assert "\033" not in out, "screen control codes written to a pipe"
-    documents = [json.loads(line) for line in watch_for_a_while(live, "-o", "json").splitlines()]
-    assert len(documents) >= 3 and all(d["summary"]["partitions"] == 1 for d in documents)
+    assert len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", out, re.M)) >= REFRESHES   # each refresh says when
+    documents = [json.loads(line) for line in
+                 watch(live, live.t("watched"), "-o", "json", report=lambda line: line.startswith("{")).splitlines()]
+    assert len(documents) >= REFRESHES and all(d["summary"]["partitions"] == 1 for d in documents)
+    changed = [d["partitions"][0]["isr_changed_ms"] for d in documents]
+    if backend == "zookeeper":
+        assert all(abs(ms / 1000 - time.time()) < 600 for ms in changed)
+    else:   # the Admin API does not say when the ISR changed: null, not a guess
+        assert changed == [None] * len(documents)
+
+
+def same_through_both(live: Live, *args: str, code: int = 0):
+    """The one answer both back ends give (-o json)."""
+    answers = live.both(*args, code=code)
+    assert answers["zookeeper"] == answers["admin-api"], f"kafkactl {' '.join(args)}: {answers}"
+    return answers["zookeeper"]
+
+
+def isr_of_lagging(live: Live, way: str) -> dict:
+    """`isr lagging` through one back end, with what only ZooKeeper says checked and set aside."""
+    with live.through(way):
+        report = live.json("isr", "lagging")
+    [row] = report["partitions"]
+    if way == "zookeeper":
+        assert abs(row["isr_changed_ms"] / 1000 - time.time()) < 600
+    else:
+        assert row["isr_changed_ms"] is None
+    return report
 
 
 def test_a_stopped_follower_shows_in_the_filters_and_its_lag_in_isr(live):
@@ -179,36 +275,41 @@ def test_a_stopped_follower_shows_in_the_filters_and_its_lag_in_isr(live):
     stop_broker_3(live)
 
     mine = ("lagging", "solo", "led-by-3")
-    under = live.json("topics", "describe", *mine, "--under-replicated-partitions", code=1)
+    # The brokers' metadata (-b) follows the controller's znodes (-z) a moment later.
+    wait_for(lambda: (lambda a: a["zookeeper"] == a["admin-api"])(live.both("topics", "describe", *mine)),
+             WAIT_S, "both back ends to see broker 3 gone")
+    under = same_through_both(live, "topics", "describe", *mine, "--under-replicated-partitions", code=1)
     assert partitions(under) == [("lagging", 0), ("led-by-3", 0)]
     assert [r["offline_replicas"] for r in under] == [[3], [3]]
-    unavailable = live.json("topics", "describe", *mine, "--unavailable-partitions", code=1)
+    unavailable = same_through_both(live, "topics", "describe", *mine, "--unavailable-partitions", code=1)
     assert partitions(unavailable) == [("solo", 0)] and unavailable[0]["leader"] == -1
-    moved = live.json("topics", "describe", *mine, "--non-preferred-leader", code=1)
+    moved = same_through_both(live, "topics", "describe", *mine, "--non-preferred-leader", code=1)
     assert ("led-by-3", 0) in partitions(moved) and moved[partitions(moved).index(("led-by-3", 0))]["leader"] == 1
-    assert partitions(live.json("topics", "describe", *mine, "--under-min-isr-partitions", code=1)) == [("solo", 0)]
+    assert partitions(same_through_both(live, "topics", "describe", *mine, "--under-min-isr-partitions",
+                                        code=1)) == [("solo", 0)]
 
-    # While broker 3 is down, isr says so per replica.
-    report = live.json("isr", "lagging")
-    [row] = report["partitions"]
-    assert row["isr"] == [1] and row["out_of_isr"][0]["problem"] == "broker 3 is not registered (down?)"
-    assert report["summary"] == {"partitions": 1, "under_replicated": 1, "under_min_isr": 0, "offline": 0}
+    # While broker 3 is down, isr says so per replica, through either back end.
+    for way in BACKENDS:
+        report = isr_of_lagging(live, way)
+        [row] = report["partitions"]
+        assert row["isr"] == [1] and row["out_of_isr"][0]["problem"] == "broker 3 is not registered (down?)", way
+        assert report["summary"] == {"partitions": 1, "under_replicated": 1, "under_min_isr": 0, "offline": 0}
 
     produce(live, "lagging", MESSAGES)
     throttle(live, "lagging")
     live.cluster.up()
 
-    def lag_of_3():
-        [lag] = live.json("isr", "lagging")["partitions"][0]["out_of_isr"]
-        return lag if lag["problem"] is None else None
+    for way in BACKENDS:     # throttled, broker 3 stays behind: its lag through each back end
+        def lag_of_3():
+            [lag] = isr_of_lagging(live, way)["partitions"][0]["out_of_isr"]
+            return lag if lag["problem"] is None else None
 
-    lag = wait_for(lag_of_3, 30, "broker 3 to answer")
-    assert lag["broker_id"] == 3 and 0 < lag["lag"] <= MESSAGES
-    assert lag["log_end_offset"] + lag["lag"] == MESSAGES
-    table = live.ok("isr", "lagging")
-    assert "3: " in table and "behind (since" in table
-    assert table.strip().splitlines()[-1] == "partitions: 1, under-replicated: 1, under min ISR: 0, offline: 0"
-
-
-def without_free(broker: dict) -> dict:
-    return {**broker, "log_dirs": [{k: v for k, v in d.items() if k != "free_bytes"} for d in broker["log_dirs"]]}
+        lag = wait_for(lag_of_3, WAIT_S, f"broker 3 to answer (through {way})")
+        assert lag["broker_id"] == 3 and 0 < lag["lag"] <= MESSAGES
+        assert lag["log_end_offset"] + lag["lag"] == MESSAGES
+        with live.through(way):
+            table = live.ok("isr", "lagging")
+        assert "3: " in table and " behind" in table
+        # Only ZooKeeper says since when; through the Admin API it is left out, not made up.
+        assert ("behind (since" in table) == (way == "zookeeper"), table
+        assert table.strip().splitlines()[-1] == "partitions: 1, under-replicated: 1, under min ISR: 0, offline: 0"

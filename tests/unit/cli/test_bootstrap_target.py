@@ -97,7 +97,7 @@ def test_context_set_holds_one_back_end(capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv, fragment", [
     (["-z", "zk:2181", "-b", "h:9092", "topics", "list"], "not both"),
     (["topics", "list", "-b", "nohostport"], "invalid bootstrap servers"),
-    (["isr", "-b", "127.0.0.1:1"], "not possible through the Admin API"),
+    (["topics", "alter", "t", "--replication-factor", "2", "-b", "127.0.0.1:1"], "not possible through the Admin API"),
     (["context", "set", "c", "-b", "h"], "invalid bootstrap servers"),
 ])
 def test_bad_combinations_are_one_line_usage_errors(capsys, tmp_path, monkeypatch, argv, fragment):
