@@ -57,7 +57,6 @@ def generate(
     replicas on those brokers move. Writes nothing in the cluster."""
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import format_reassignment
-    from kafkactl.cluster.admin.topics import list_topics, live_brokers
 
     ways = [w for w, given in (("--brokers", brokers), ("--replace-broker", replace_broker),
                                ("--exclude-brokers", exclude_brokers)) if given]
@@ -67,11 +66,10 @@ def generate(
         raise CliUsageError("--topics: give the topics to spread over --brokers")
     if out is not None and out.exists():
         raise CliUsageError(f"--out {out}: exists; give a new file")
-    deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx, "reassign generate reads the assignment and pending moves from ZooKeeper") as client:
-        names = _split(topics) if topics else list_topics(client, deadline_s)
-        views = ra.read_partitions(client, names, deadline_s)
-        registered = {b.broker_id: b for b in live_brokers(client, deadline_s)}
+    with cluster_backend(ctx) as backend:
+        names = _split(topics) if topics else backend.topic_names()
+        views = backend.partition_views(names)
+        registered = {b.broker_id: b for b in backend.brokers()}
     missing = [t for t, parts in views.items() if parts is None]
     if missing:
         raise CliUsageError(f"--topics: topic {missing[0]!r} does not exist (see `kafkactl topics list`)")

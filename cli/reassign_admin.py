@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import typer
 
@@ -42,15 +41,10 @@ def refuse_throttle(throttle: int | None) -> None:
 def look(backend, topics) -> tuple[dict, dict]:
     """(the running reassignments' targets, every partition's view of `topics` with
     the adding/removing replicas the controller reports)."""
-    from dataclasses import replace
-
     from kafkactl.cluster.admin import reassignment as ra
 
     ongoing = backend.list_reassignments()
     views = ra.flatten(backend.partition_views(sorted(set(topics))))
-    for tp, moving in ongoing.items():
-        if tp in views:
-            views[tp] = replace(views[tp], replicas=moving.replicas, adding=moving.adding, removing=moving.removing)
     return {tp: _target(r) for tp, r in ongoing.items()}, views
 
 

@@ -187,7 +187,8 @@ BACKEND_TABLE = [
     ("isr", "state znodes (when the ISR changed), ListOffsets", "Metadata, DescribeConfigs (min.insync.replicas), "
      "ListOffsets; no time of the ISR's last change (null, \"since\" left out)"),
     ("reassign generate, execute, verify, status, cancel", "/admin/reassign_partitions, throttles",
-     "refused for now (AlterPartitionReassignments / ListPartitionReassignments are built, not wired)"),
+     "AlterPartitionReassignments, ListPartitionReassignments; cancel is KIP-455's (the replicas from "
+     "before at once); --throttle refused (throttles are written with the move in one ZooKeeper multi)"),
     ("groups ...", "brokers from /brokers/ids, leaders from znodes", "brokers and leaders from Metadata; the group APIs"),
     ("metrics snapshot", "znodes + the brokers' metrics endpoints", "Metadata + the brokers' metrics endpoints"),
 ]

@@ -62,14 +62,24 @@ class AdminApiBackend:
         return described
 
     def partition_views(self, topics: list[str]) -> dict[str, dict | None]:
-        """reassignment.PartitionView per partition, as read_partitions gives them; Metadata
-        does not say which replicas a reassignment adds or removes, so none are shown moving."""
+        """reassignment.PartitionView per partition, as read_partitions gives them: the
+        replicas from Metadata, and for a partition being moved its full replica set and
+        the replicas being added and removed from ListPartitionReassignments."""
+        from dataclasses import replace
+
         from kafkactl.cluster.admin.reassignment import PartitionView
 
         described = self.describe_topics(list(dict.fromkeys(topics)))
-        return {t: None if parts is None else {
+        views = {t: None if parts is None else {
             p.partition: PartitionView(t, p.partition, tuple(p.replicas), leader=p.leader, leader_epoch=p.leader_epoch,
                                        isr=tuple(p.isr)) for p in parts} for t, parts in described.items()}
+        if any(views.values()):
+            for (topic, partition), moving in self.list_reassignments().items():
+                view = (views.get(topic) or {}).get(partition)
+                if view is not None:
+                    views[topic][partition] = replace(view, replicas=tuple(moving.replicas),
+                                                      adding=tuple(moving.adding), removing=tuple(moving.removing))
+        return views
 
     def brokers(self) -> list:
         """Live brokers as ZooKeeper's registrations look; the Admin API gives no

@@ -52,7 +52,7 @@ class GroupAdmin:
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.brokers = list(brokers)
         if not self.brokers:
-            raise GroupQueryError("no broker is registered in ZooKeeper")
+            raise GroupQueryError("the cluster lists no broker: is it up?")
         self._sleep = sleep
         self._sessions = BrokerSessions(timeout_s, connect, clock)
         self._coordinators: dict[str, BrokerAddress] = {}

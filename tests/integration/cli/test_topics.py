@@ -228,6 +228,12 @@ def test_read_only_commands_say_the_same_through_both_back_ends(live, backend):
     assert zk == admin
     zk, admin = both("groups", "list")
     assert zk == admin
+    zk, admin = both("reassign", "generate", "--topics", "same-both", "--brokers", "1,2")
+    assert zk["current"] == admin["current"] == {"version": 1, "partitions": [
+        {"topic": "same-both", "partition": p, "replicas": r, "log_dirs": ["any", "any"]}
+        for p, r in enumerate(([1, 2], [2, 3], [3, 1]))]}
+    for proposed in (zk["proposed"], admin["proposed"]):
+        assert [sorted(p["replicas"]) for p in proposed["partitions"]] == [[1, 2]] * 3
     zk, admin = both("isr", "same-both")
     # Only ZooKeeper says when each ISR last changed (the state znode's time); the Admin API leaves it null.
     assert all(r["isr_changed_ms"] > 0 for r in zk["partitions"])

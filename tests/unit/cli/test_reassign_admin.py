@@ -8,22 +8,24 @@ from kafkactl.cli import reassign_admin
 from kafkactl.cli.errors import CliError
 from kafkactl.cli.main import main
 from kafkactl.cluster.admin import admin_protocol as ap
-from kafkactl.cluster.admin.reassignment import PartitionView
+from kafkactl.cluster.admin.admin_backend import AdminApiBackend
+from kafkactl.cluster.admin.topics import PartitionInfo
 
 
-class Backend:
-    """Metadata's replicas (no adding/removing) and the controller's answers, as AdminApiBackend gives them."""
+class Backend(AdminApiBackend):
+    """AdminApiBackend's own partition views over Metadata's replicas (no
+    adding/removing) and the controller's answers, both given here."""
 
     def __init__(self, replicas: dict, ongoing: dict, refused: dict | None = None):
         self.replicas, self.ongoing, self.refused = replicas, ongoing, refused or {}
         self.asked = None
 
+    def describe_topics(self, names):
+        return {t: [PartitionInfo(t, p, list(r), r[0], 0, list(r)) for (tt, p), r in self.replicas.items() if tt == t]
+                for t in names}
+
     def list_reassignments(self):
         return self.ongoing
-
-    def partition_views(self, topics):
-        return {t: {p: PartitionView(t, p, tuple(r), isr=tuple(r)) for (tt, p), r in self.replicas.items() if tt == t}
-                for t in topics}
 
     def alter_reassignments(self, targets):
         self.asked = dict(targets)
