@@ -17,7 +17,7 @@ import typer
 from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, cluster_backend, is_admin_api, timeout_s, zookeeper
 from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cli.reassign_run import (
-    WAIT_TIMEOUT_S, announce_rollback, confirm_or_refuse, emit as _emit, ids as _ids,
+    WAIT_TIMEOUT_S, announce_rollback, complete_assignment, confirm_or_refuse, emit as _emit, ids as _ids,
     refuse_if_running, refuse_moving, remove_throttles, report_wait, rollback_dir, save_plan, save_rollback,
     start, state_file, status_table, throttle_writes, wait_with_progress,
 )
@@ -312,7 +312,12 @@ def cancel(
 
     With -b: KIP-455's cancellation (AlterPartitionReassignments with no
     target): the controller stops the moves and puts back each partition's
-    replicas from before at once (--rollback-file does not apply)."""
+    replicas from before at once (--rollback-file does not apply).
+
+    Either way the rollback file saved (`rollback_file`) holds the replicas
+    with a complete copy just before the cancel changes them: through -z the
+    target of the move that ended, through -b the replicas from before it;
+    never a target still in flight."""
     from kafkactl.cluster.admin import reassignment as ra
 
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
@@ -511,7 +516,7 @@ def _start_revert(ctx, client, reverted: dict, wait: bool, zk_timeout_s: float) 
     current = {tp: list(views[tp].replicas) for tp in reverted}
     rate = ra.current_rate(client, zk_timeout_s)
     writes = throttle_writes(client, current, reverted, rate, zk_timeout_s)
-    saved = save_rollback(current, None)
+    saved = save_rollback(complete_assignment(views, reverted), None)
     revert_plan = save_plan(reverted, state_file("revert"), "revert plan")
     start(client, reverted, writes, zk_timeout_s)
     result = {"reverted": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(reverted.items())],

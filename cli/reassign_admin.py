@@ -24,8 +24,8 @@ import typer
 from kafkactl.cli.common import timeout_s
 from kafkactl.cli.errors import CliError, CliUsageError
 from kafkactl.cli.reassign_run import (
-    WAIT_TIMEOUT_S, confirm_or_refuse, emit, report_wait, save_plan, save_rollback, state_file,
-    status_table,
+    WAIT_TIMEOUT_S, complete_assignment, confirm_or_refuse, emit, report_wait, save_plan, save_rollback,
+    state_file, status_table,
 )
 from kafkactl.cluster.admin.wording import counted
 
@@ -118,7 +118,8 @@ def cancel(ctx: typer.Context, backend, wait: bool, yes: bool) -> None:
     reverted = {tp: list(views[tp].original) for tp in running if tp in views}
     confirm_or_refuse(f"Cancel the running reassignment of {counted(len(reverted), 'partition')} (the controller "
                       f"puts back their replicas from before at once)? Continue?", yes)
-    saved = save_rollback(running, None)
+    # Not `running` (the targets): they are in flight (see complete_assignment).
+    saved = save_rollback(complete_assignment(views, running), None)
     revert_plan = save_plan(reverted, state_file("revert"), "revert plan")
     start(backend, {tp: None for tp in running}, "the others were cancelled")
     result = {"reverted": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(reverted.items())],

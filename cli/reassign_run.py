@@ -66,6 +66,19 @@ def save_rollback(current: dict, path: Path | None) -> Path:
     return save_plan(current, path if path is not None else state_file("rollback"), "--rollback-file")
 
 
+def complete_assignment(views: dict, partitions) -> dict:
+    """What `reassign cancel` saves as its rollback file, through either back end:
+    each partition's replicas that hold a complete copy just before the cancel
+    changes it (the replica set less those still being added). Through -z the
+    running move has ended by then, so that is its target, where the revert
+    starts from; through -b the controller stops the move, so it is the replicas
+    from before it. A target still in flight is never saved: its new replicas
+    hold part of the data, executing it would restart the move that was
+    cancelled, and a later cancel would take the newest rollback file as the
+    replicas to go back to."""
+    return {tp: list(views[tp].original) for tp in partitions if tp in views}
+
+
 def save_plan(assignment: dict, path: Path, option: str) -> Path:
     from kafkactl.cluster.admin.plan_file import format_reassignment
 

@@ -68,7 +68,8 @@ class ReplicaManager:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._min_insync_cache: dict[str, int] = {}   # topic -> min.insync.replicas, until its config changes
         self.waiters = Waiters(monotonic)
-        self.throttles = ReplicationThrottles(lambda topic: self.topic_configs.get(topic, {}), self._isr_of)
+        self.throttles = ReplicationThrottles(lambda topic: self.topic_configs.get(topic, {}), self._isr_of,
+                                              config.broker_id)
         self.fetchers = ReplicaFetcherManager(config.broker_id, fetcher_config or fetcher_config_from(config),
                                               throttle=self.throttles.follower)
         self.changes = PartitionChanges()   # what fetch sessions must read again (fetch_session.py)

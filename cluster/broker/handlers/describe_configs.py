@@ -13,11 +13,20 @@ INVALID_REQUEST, as in Kafka (ask that broker). With include_synonyms (v1+),
 each broker key lists every level that sets it, the one in effect first, as
 Kafka does: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG (so a client sees the cluster-wide
-default under a broker's own value). Topic keys have none yet.
+default under a broker's own value).
 
-TOPIC resource: the topic's overrides from /config/topics (source
-DYNAMIC_TOPIC_CONFIG), and for the other keys this broker resolves, the
-broker-level default (its dynamic source if set dynamically, else DEFAULT_CONFIG).
+TOPIC resource: every topic key this broker resolves, with the value in
+effect. As Kafka's broker in ZooKeeper mode (ConfigHelper.createTopicConfigEntry),
+its levels are the topic's override (/config/topics, DYNAMIC_TOPIC_CONFIG)
+followed by the levels of the broker key it defaults to (Kafka's
+TopicConfigSynonyms: retention.ms -> log.retention.ms, segment.bytes ->
+log.segment.bytes, cleanup.policy -> log.cleanup.policy, ...), in the same
+order as for the broker resource; the source is the first level's, and
+with include_synonyms every level is listed. Kafka also names log.retention.hours,
+log.roll.hours and the like there, but only after a log.retention.ms (its
+configSynonyms drops what comes before the key itself); this broker keeps
+server.properties resolved into the *.ms value, so those show as that key's
+static value, in milliseconds.
 
 v0 has no source, only `is_default`: true for DEFAULT_CONFIG, as Kafka up to
 2.6 answers (2.7 and 2.8 always send false, a regression of their generated
@@ -203,24 +212,44 @@ def _type_of(name: str, value) -> int:
 
 # --- topic ---------------------------------------------------------------------
 
-def topic_entries(services, topic: str) -> list[tuple[str, str | None, int, int, bool]]:
+# Topic key -> the broker key that is its default (Kafka's TopicConfigSynonyms).
+TOPIC_TO_BROKER_KEY = {spec.topic_key: name for name, spec in broker_configs.KEYS.items() if spec.topic_key}
+
+
+def topic_entries(services, topic: str) -> list[tuple]:
     return topic_entries_for(services, services.replica_manager.topic_configs.get(topic, {}))
 
 
-def topic_entries_for(services, overrides: dict[str, str]) -> list[tuple[str, str | None, int, int, bool]]:
-    """(name, value, source, type, read only) of every topic key, for a topic
-    with these overrides: every topic config is alterable (AlterConfigs,
+def topic_entries_for(services, overrides: dict[str, str]) -> list[tuple]:
+    """(name, value, source, type, read only, synonyms) of every topic key, for a
+    topic with these overrides: every topic config is alterable (AlterConfigs,
     IncrementalAlterConfigs), so none is read-only, as Kafka answers."""
-    config, dynamic = _in_effect(services)
+    config, _ = _in_effect(services)
     defaults = config.default_log_config()
-    broker_keys = {spec.topic_key: name for name, spec in broker_configs.KEYS.items() if spec.topic_key}
+    layers = getattr(getattr(services, "dynamic", None), "layers", {})
+    broker_defaults = _defaults(type(services.config))
     entries = []
     for name, (field_name, _) in sorted(TOPIC_KEYS.items()):
-        if name in overrides:
-            entries.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG, STRING, False))
-        elif field_name is not None:
-            value = getattr(defaults, field_name)
-            broker_key = broker_keys.get(name)
-            source = _dynamic_source(dynamic[broker_key][1]) if broker_key in dynamic else DEFAULT_CONFIG
-            entries.append((name, _text(value), source, _type_of(name, value), False))
+        if name not in overrides and field_name is None:
+            continue        # validated only: this broker has no value of its own to state
+        synonyms = _topic_synonyms(name, overrides, layers, services.config, broker_defaults)
+        value = overrides[name] if name in overrides else _text(getattr(defaults, field_name))
+        # Kafka: the first level that sets the key is its source; none at all is DEFAULT_CONFIG.
+        source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
+        # The key's type, whatever level sets it (Kafka: LogConfig.configType).
+        config_type = STRING if field_name is None else _type_of(name, getattr(defaults, field_name))
+        entries.append((name, value, source, config_type, False, synonyms))
     return entries
+
+
+def _topic_synonyms(name: str, overrides: dict[str, str], layers, static_config,
+                    broker_defaults: dict[str, object]) -> tuple[tuple[str, str | None, int], ...]:
+    """The topic's own override first, then the levels of the broker key it defaults to
+    (`static_config`: server.properties as read; `broker_defaults`: the built-in ones)."""
+    own = ((name, overrides[name], DYNAMIC_TOPIC_CONFIG),) if name in overrides else ()
+    broker_key = TOPIC_TO_BROKER_KEY.get(name)
+    key = broker_config._KEYS.get(broker_key) if broker_key else None
+    if key is None:    # a broker key this broker does not read: no broker level to name
+        return own
+    return own + _synonyms(broker_key, layers, getattr(static_config, key.attribute),
+                           broker_defaults.get(key.attribute, _MISSING))

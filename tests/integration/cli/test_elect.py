@@ -1,13 +1,12 @@
 """`kafkactl elect` as a subprocess against a real local cluster (ZooKeeper + 3 brokers).
 
-One cluster for the module; the unclean test runs last, as it leaves a broker
-down. The preferred election runs through both back ends (-z and -b:
-support/backends.py), with the set-up and the checks through ZooKeeper and
-topics of each back end's own.
+One cluster for the module. Both elections run through both back ends (-z
+and -b: support/backends.py), on topics of each back end's own; the unclean
+one brings the broker it kills back and lifts its throttles, so the next case
+starts from a whole cluster.
 """
 
 import json
-import time
 
 import pytest
 
@@ -62,31 +61,75 @@ def test_preferred_election_after_a_broker_restart_puts_leaders_back(up, backend
     assert "no partition needed an election" in table
 
 
-def test_unclean_election_of_an_offline_partition_with_a_live_out_of_sync_replica(up, tmp_path):
+def grow_throttled(cli, backend: str, via: list, topic: str, leader: int, follower: int, plan) -> None:
+    """Add `follower` to the partition under a 1 byte/s throttle, the keys Kafka's
+    tool writes: through -z `reassign execute --throttle` writes them with the
+    reassignment (one multi); -b refuses --throttle, so there they are dynamic
+    configs set first, and the move starts once both brokers apply the rates."""
+    if backend == "zookeeper":
+        cli.ok("reassign", "execute", "--plan", str(plan), "--throttle", "1", *via)
+        return
+    cli.ok("configs", "alter", "--topic", topic, "--add", f"leader.replication.throttled.replicas=0:{leader}",
+           "--add", f"follower.replication.throttled.replicas=0:{follower}", *via)
+    for broker in (leader, follower):
+        cli.ok("configs", "alter", "--broker", str(broker), "--add", "leader.replication.throttled.rate=1",
+               "--add", "follower.replication.throttled.rate=1", *via)
+    for broker in (leader, follower):
+        wait_for(lambda: broker_config(cli, broker, via).get("follower.replication.throttled.rate") == "1",
+                 WAIT_S, f"broker {broker} applying the throttle")
+    cli.ok("reassign", "execute", "--plan", str(plan), *via)
+
+
+def broker_config(cli, broker: int, via: list) -> dict:
+    rows = json.loads(cli.ok("configs", "describe", "--broker", str(broker), "-o", "json", *via).stdout)
+    return {r["key"]: r["value"] for r in rows}
+
+
+def fetched(cli, plan, via: list) -> bool:
+    """The adding replica's broker has some of the log: its first fetch came in."""
+    done = cli("reassign", "verify", "--plan", str(plan), "-o", "json", *via)
+    [row] = json.loads(done.stdout)["partitions"]
+    return any((lag["offset"] or 0) > 0 for lag in row["lag"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unclean_election_of_an_offline_partition_with_a_live_out_of_sync_replica(up, backend, tmp_path):
     cli, cluster, status = up
-    cli.ok("topics", "create", "lossy", "--partitions", "1", "--replication-factor", "1")
-    [leader] = describe(cli, "lossy")[0]["replicas"]
+    via = address_args(backend, status)
+    topic = "lossy" if backend == "zookeeper" else "lossy-b"
+    cli.ok("topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
+    [leader] = describe(cli, topic)[0]["replicas"]
     follower = next(b for b in (1, 2, 3) if b != leader)
-    # 3 MB of data, then add a replica throttled to 1 byte/s: after its first
-    # fetch it stays out of the ISR, alive.
-    produce(status["bootstrap_servers"], "lossy", [f"{i}:{'x' * 1000}" for i in range(3000)])
+    # 3 MB of data, more than one fetch brings (1 MiB), then add a replica
+    # throttled to 1 byte/s: after its first fetch it owes the throttle for
+    # days, so it stays out of the ISR, alive.
+    produce(status["bootstrap_servers"], topic, [f"{i}:{'x' * 1000}" for i in range(3000)])
     plan = tmp_path / "grow.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "lossy", "partition": 0, "replicas": [leader, follower]}]}))
-    cli.ok("reassign", "execute", "--plan", str(plan), "--throttle", "1")
-    wait_for(lambda: describe(cli, "lossy")[0]["replicas"] == [leader, follower], WAIT_S, "the adding replica")
-    time.sleep(2)
-    assert describe(cli, "lossy")[0]["isr"] == [leader]
+        {"topic": topic, "partition": 0, "replicas": [leader, follower]}]}))
+    grow_throttled(cli, backend, via, topic, leader, follower, plan)
+    wait_for(lambda: fetched(cli, plan, via), WAIT_S, "the adding replica's first fetch")
+    assert describe(cli, topic)[0]["isr"] == [leader]
 
     cluster.kill_broker(leader)
-    wait_for(lambda: describe(cli, "lossy")[0]["leader"] == -1, WAIT_S, "the partition to go offline")
+    wait_for(lambda: describe(cli, topic)[0]["leader"] == -1, WAIT_S, "the partition to go offline")
 
-    refused = cli("elect", "unclean", "--topic", "lossy")      # no terminal, no --yes
+    refused = cli("elect", "unclean", "--topic", topic, *via)      # no terminal, no --yes
     assert refused.returncode == 2 and "--yes" in refused.stderr
-    done = cli.ok("elect", "unclean", "--topic", "lossy", "--yes", "-o", "json")
+    done = cli.ok("elect", "unclean", "--topic", topic, "--yes", "-o", "json", *via)
     [row] = json.loads(done.stdout)
     assert (row["status"], row["old_leader"], row["new_leader"]) == ("elected", -1, follower)
-    assert describe(cli, "lossy")[0]["leader"] == follower
+    assert describe(cli, topic)[0]["leader"] == follower
     # The topic's setting is back to what it was (not set).
-    settings = {r["key"]: r for r in json.loads(cli.ok("configs", "describe", "--topic", "lossy", "-o", "json").stdout)}
+    settings = {r["key"]: r for r in json.loads(cli.ok("configs", "describe", "--topic", topic, "-o", "json",
+                                                       *via).stdout)}
     assert settings["unclean.leader.election.enable"]["source"] == "default"
+
+    # Leave the cluster whole: the broker back, the throttle rates gone (what
+    # the follower's broker owes goes with them), the move finished.
+    cli.ok("cluster", "up", "--dir", str(cluster.root))
+    for broker in (leader, follower):
+        cli.ok("configs", "alter", "--broker", str(broker), "--delete", "leader.replication.throttled.rate",
+               "--delete", "follower.replication.throttled.rate")
+    wait_for(lambda: "no reassignment is running" in cli.ok("reassign", "status").stdout, WAIT_S,
+             "the move to finish")

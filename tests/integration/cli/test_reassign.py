@@ -1,17 +1,23 @@
 """`kafkactl reassign` as a subprocess against a real local cluster (ZooKeeper + 4 brokers).
 
 One cluster for the module: each test uses its own topics. The cheap tests
-run through both back ends (-z and -b: support/backends.py); throttles are
-ZooKeeper configs, so the throttled end-to-end test is -z's own, and -b's
-KIP-455 cancel has its own test.
+and cancel run through both back ends (-z and -b: support/backends.py);
+`reassign execute --throttle` is -z's own (-b refuses it), so the throttled
+end-to-end test runs through ZooKeeper only.
 """
 
 import json
+import os
+import pty
+import select
+import subprocess
+import threading
+import time
 
 import pytest
 
 from support.backends import BACKENDS
-from support.local_cluster import cluster_up, consume, produce as produce_lines, zk_tree
+from support.local_cluster import CLI_TIMEOUT_S, KAFKACTL, cluster_up, consume, produce as produce_lines, zk_tree
 from support.waiting import wait_for
 
 WAIT_S = 30
@@ -28,6 +34,7 @@ class Through:
 
     def __init__(self, cli, status, backend):
         self.cli, self.backend = cli, backend
+        self.bootstrap = status["bootstrap_servers"]
         self.args = ["-z", status["zookeeper"]] if backend == "zookeeper" else ["-b", status["bootstrap_servers"]]
 
     def __call__(self, *args, **kwargs):
@@ -140,33 +147,109 @@ def test_throttle_through_the_admin_api_is_refused_in_one_line(up, tmp_path):
     assert line.startswith("kafkactl: error: --throttle: ") and "ZooKeeper configs" in line
 
 
-def test_cancel_through_the_admin_api_puts_the_replicas_back(up, tmp_path):
-    cli, status = up
-    admin = Through(cli, status, "admin-api")
-    admin.ok("topics", "create", "slow-b", "--partitions", "1", "--replication-factor", "1")
-    [leader] = assignment(admin, "slow-b")[0]
-    other = 1 if leader != 1 else 2
-    # 3 MB: more than one fetch brings, so the throttled new replica stays behind.
-    produce_lines(status["bootstrap_servers"], "slow-b", [f"{i}:{'x' * 1000}" for i in range(3000)])
-    # Throttles set as dynamic configs (what --throttle writes through -z): the new replica stays behind.
-    admin.ok("configs", "alter", "--topic", "slow-b", "--add", f"follower.replication.throttled.replicas=0:{other}",
-             "--add", f"leader.replication.throttled.replicas=0:{leader}")
+def throttle(cli, topic: str, leader: int, other: int, rate: str | None) -> None:
+    """The keys Kafka's tool writes for adding `other` (rates on both brokers; None
+    deletes them), through the case's back end; then, asked of each broker itself
+    (-b), until it applies them."""
     for broker in (leader, other):
-        admin.ok("configs", "alter", "--broker", str(broker), "--add", "leader.replication.throttled.rate=1",
-                 "--add", "follower.replication.throttled.rate=1")
+        if rate is None:
+            cli.ok("configs", "alter", "--broker", str(broker), "--delete", "leader.replication.throttled.rate",
+                   "--delete", "follower.replication.throttled.rate")
+        else:
+            cli.ok("configs", "alter", "--broker", str(broker), "--add", f"leader.replication.throttled.rate={rate}",
+                   "--add", f"follower.replication.throttled.rate={rate}")
+    for broker in (leader, other):
+        wait_for(lambda: applied_rate(cli, broker) == rate, WAIT_S, f"broker {broker} applying the rate")
+
+
+def applied_rate(cli, broker: int) -> str | None:
+    rows = json.loads(cli.cli.ok("configs", "describe", "--broker", str(broker), "-o", "json",
+                                 "-b", cli.bootstrap).stdout)
+    return {r["key"]: r["value"] for r in rows}.get("follower.replication.throttled.rate")
+
+
+def cancel_on_a_terminal(cli, answered) -> tuple[int, str, str]:
+    """`reassign cancel --wait -o json` answering its prompt with y on a terminal, as
+    an operator does; `answered()` runs right after: the command has read the
+    running reassignment by then (its prompt names the partitions). The exit code,
+    stdout and what the terminal showed."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(KAFKACTL), "reassign", "cancel", "--wait", "-o", "json", *cli.args],
+                            stdin=slave, stdout=subprocess.PIPE, stderr=slave, env=cli.cli.env, text=True)
+    os.close(slave)
+    shown = bytearray()
+
+    def read() -> bool:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:      # EIO: the command closed the terminal
+            return False
+        shown.extend(chunk)
+        return bool(chunk)
+
+    def read_to_the_end() -> None:
+        while read():
+            pass
+
+    try:
+        deadline = time.monotonic() + CLI_TIMEOUT_S
+        while b"Continue?" not in shown:
+            ready, _, _ = select.select([master], [], [], max(deadline - time.monotonic(), 0))
+            assert ready and read(), f"no prompt from reassign cancel:\n{shown.decode(errors='replace')}"
+        os.write(master, b"y\n")
+        # Keep reading: the progress bar must not fill the terminal's buffer.
+        drain = threading.Thread(target=read_to_the_end, daemon=True)
+        drain.start()
+        answered()
+        out, _ = proc.communicate(timeout=CLI_TIMEOUT_S)
+        drain.join(CLI_TIMEOUT_S)
+    finally:
+        proc.kill()
+        os.close(master)
+    return proc.returncode, out, shown.decode(errors="replace")
+
+
+def saved_replicas(path: str) -> dict:
+    with open(path) as file:
+        return {p["partition"]: p["replicas"] for p in json.load(file)["partitions"]}
+
+
+def test_cancel_puts_the_replicas_back_and_saves_the_complete_ones_as_rollback(way, tmp_path):
+    cli, status = way
+    topic = cli.t("slow")
+    cli.ok("topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
+    [leader] = assignment(cli, topic)[0]
+    other = 1 if leader != 1 else 2
+    # 3 MB: more than one fetch brings (1 MiB); at 1 byte/s the new replica
+    # then owes the throttle for days, so the move stays in progress.
+    produce_lines(status["bootstrap_servers"], topic, [f"{i}:{'x' * 1000}" for i in range(3000)])
+    cli.ok("configs", "alter", "--topic", topic, "--add", f"follower.replication.throttled.replicas=0:{other}",
+           "--add", f"leader.replication.throttled.replicas=0:{leader}")
+    throttle(cli, topic, leader, other, "1")
     plan = tmp_path / "grow.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "slow-b", "partition": 0, "replicas": [leader, other]}]}))
-    admin.ok("reassign", "execute", "--plan", str(plan))
-    [row] = json.loads(admin.ok("reassign", "status", "-o", "json").stdout)
+        {"topic": topic, "partition": 0, "replicas": [leader, other]}]}))
+    cli.ok("reassign", "execute", "--plan", str(plan))
+    [row] = json.loads(cli.ok("reassign", "status", "-o", "json").stdout)
     assert (row["status"], row["target"], row["adding"]) == ("in progress", [leader, other], [other])
 
-    done = json.loads(admin.ok("reassign", "cancel", "--yes", "--wait", "-o", "json").stdout)
-    assert done["reverted"] == [{"topic": "slow-b", "partition": 0, "replicas": [leader]}]
+    # -z cannot stop a move: its cancel waits for it to end, so the throttle
+    # goes once it has read the running reassignment. -b's stops it at once.
+    lift = (lambda: throttle(cli, topic, leader, other, None)) if cli.backend == "zookeeper" else (lambda: None)
+    code, out, shown = cancel_on_a_terminal(cli, lift)
+    assert code == 0, shown
+    done = json.loads(out)
+    assert done["reverted"] == [{"topic": topic, "partition": 0, "replicas": [leader]}]
     assert [p["status"] for p in done["partitions"]] == ["complete"]
-    wait_for(lambda: assignment(admin, "slow-b") == {0: [leader]}, WAIT_S, "the replicas from before")
-    assert "no reassignment is running" in admin.ok("reassign", "status").stdout
-    assert cli("reassign", "cancel", "--yes", *admin.args).returncode == 1
-    for broker in (leader, other):   # the module's other tests expect no broker overrides
-        admin.ok("configs", "alter", "--broker", str(broker), "--delete", "leader.replication.throttled.rate",
-                 "--delete", "follower.replication.throttled.rate")
+    assert saved_replicas(done["revert_plan"]) == {0: [leader]}
+    # The rollback file: the replicas with a complete copy just before the
+    # cancel changed the partition. Through -z the move had ended (its target,
+    # where the revert started from); through -b it was stopped, so the
+    # replicas from before it, never the target in flight.
+    complete = [leader, other] if cli.backend == "zookeeper" else [leader]
+    assert saved_replicas(done["rollback_file"]) == {0: complete}
+    wait_for(lambda: assignment(cli, topic) == {0: [leader]}, WAIT_S, "the replicas from before")
+    assert "no reassignment is running" in cli.ok("reassign", "status").stdout
+    assert cli("reassign", "cancel", "--yes").returncode == 1
+    if cli.backend != "zookeeper":   # the module's other tests expect no broker overrides
+        throttle(cli, topic, leader, other, None)

@@ -2,6 +2,7 @@
 nothing written, what execute writes (one multi), generate, verify, status, cancel."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -260,10 +261,35 @@ def test_cancel_moves_partitions_back_once_the_running_reassignment_ended(fake_z
     result = json.loads(capsys.readouterr().out)
     assert result["reverted"] == [{"topic": "t", "partition": 0, "replicas": [1, 2]}]
     assert result["throttle_bytes_per_s"] == 100
+    # The rollback: the replicas just before the revert (the ended move's target), not where it goes.
+    saved = json.loads(Path(result["rollback_file"]).read_text())
+    assert [(p["partition"], p["replicas"]) for p in saved["partitions"]] == [(0, [4, 3])]
     znode = json.loads(fake_zookeeper.data("/admin/reassign_partitions"))
     assert znode["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2]}]
     assert json.loads(fake_zookeeper.data("/config/topics/t"))["config"] == {
         "leader.replication.throttled.replicas": "0:4,0:3", "follower.replication.throttled.replicas": "0:1,0:2"}
+
+
+def test_cancel_never_saves_a_replica_still_being_added_as_its_rollback(fake_zookeeper, tmp_path, capsys,
+                                                                        monkeypatch):
+    cluster(fake_zookeeper)
+    plan = write_plan(tmp_path, {"topic": "t", "partition": 0, "replicas": [4, 3]})
+    assert main(["reassign", "execute", "--plan", plan]) == 0
+    from kafkactl.cluster.admin import reassignment
+
+    def znode_deleted_behind_the_controllers_back(client, deadline, timeout_s):
+        # The move did not end: 4 and 3 are partial copies, still listed as being added.
+        fake_zookeeper.set("/brokers/topics/t", json.dumps({
+            "version": 3, "partitions": {"0": [4, 3, 1, 2], "1": [2, 3]},
+            "adding_replicas": {"0": [4, 3]}, "removing_replicas": {"0": [1, 2]}}).encode())
+        fake_zookeeper.delete("/admin/reassign_partitions")
+        return True
+
+    monkeypatch.setattr(reassignment, "wait_until_idle", znode_deleted_behind_the_controllers_back)
+    capsys.readouterr()
+    assert main(["reassign", "cancel", "--yes", "-o", "json"]) == 0
+    saved = json.loads(Path(json.loads(capsys.readouterr().out)["rollback_file"]).read_text())
+    assert [(p["partition"], p["replicas"]) for p in saved["partitions"]] == [(0, [1, 2])]
 
 
 def test_cancel_with_nothing_running(fake_zookeeper, capsys):

@@ -69,3 +69,23 @@ def test_a_refused_partition_is_named_with_kafkas_error():
     assert str(refused.value) == ("the controller refused topic 't' partition 1: INVALID_REPLICA_ASSIGNMENT "
                                   "(duplicate replica) (1 partition refused, the others started; "
                                   "see `kafkactl reassign status`)")
+
+
+def saved_replicas(path: str) -> dict:
+    import json
+    from pathlib import Path
+
+    return {(p["topic"], p["partition"]): p["replicas"] for p in json.loads(Path(path).read_text())["partitions"]}
+
+
+def test_cancel_saves_the_complete_replicas_as_its_rollback_not_the_targets_in_flight(monkeypatch):
+    # t-0 moves from [1, 2] to [3, 1]: 3 is being added (a partial copy), 2 removed.
+    backend = Backend({("t", 0): [3, 1, 2], ("t", 1): [2, 3]},
+                      {("t", 0): ap.Reassignment((3, 1, 2), adding=(3,), removing=(2,))})
+    shown = []
+    monkeypatch.setattr(reassign_admin, "emit", lambda ctx, data, table: shown.append(data))
+    reassign_admin.cancel(None, backend, wait=False, yes=True)
+    [result] = shown
+    assert backend.asked == {("t", 0): None}               # KIP-455: no target
+    assert saved_replicas(result["rollback_file"]) == {("t", 0): [1, 2]}
+    assert saved_replicas(result["revert_plan"]) == {("t", 0): [1, 2]}

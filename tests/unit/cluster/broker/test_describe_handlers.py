@@ -160,3 +160,57 @@ def test_describe_configs_lists_synonyms_in_precedence_order_when_asked(services
     assert found["num.partitions"] == ("1", 5, [("num.partitions", "1", 5)])     # only the built-in default
     assert found["leader.replication.throttled.rate"][2] == [("leader.replication.throttled.rate", "100", 2)]
     assert all(entry[2] == [] for entry in synonyms(False).values())              # not asked: none, as Kafka
+
+
+@pytest.mark.parametrize("version", [v for v in versions(apis.DESCRIBE_CONFIGS) if v >= 1])
+def test_topic_synonyms_are_the_override_then_the_broker_keys_levels(services, version):
+    from kafkactl.cluster.broker.dynamic_config import resolve
+    from kafkactl.cluster.protocol.build import nested
+
+    services.config, _ = from_properties({"broker.id": "3", "zookeeper.connect": "zk:2181",
+                                          "log.dirs": services.ssd, "log.retention.ms": "3600000",
+                                          "log.segment.bytes": "1048576"})
+    services.dynamic, _ = resolve(services.config, {"log.retention.ms": "1000", "log.segment.delete.delay.ms": "62000"},
+                                  {"log.retention.ms": "2000"})
+    services.replica_manager.topic_configs = {"t": {"retention.ms": "500", "compression.type": "lz4"}}
+    resource = nested(request_class(32, version), "DescribeConfigsResource", resource_type=2, resource_name="t",
+                      configuration_keys=None)
+
+    def described(include):
+        [topic] = roundtrip(32, version, describe_configs.handle, services, resources=(resource,),
+                            include_synonyms=include).results
+        return {c.name: (c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms])
+                for c in topic.configs}
+
+    found = described(True)
+    # Kafka's order: the topic's own (1), the broker's own (2), the cluster default (3),
+    # server.properties (4), the built-in default (5), under the broker key's name.
+    assert found["retention.ms"] == ("500", 1, [
+        ("retention.ms", "500", 1), ("log.retention.ms", "2000", 2), ("log.retention.ms", "1000", 3),
+        ("log.retention.ms", "3600000", 4), ("log.retention.ms", "604800000", 5)])
+    assert found["file.delete.delay.ms"] == ("62000", 3, [
+        ("log.segment.delete.delay.ms", "62000", 3), ("log.segment.delete.delay.ms", "60000", 5)])
+    assert found["segment.bytes"] == ("1048576", 4, [
+        ("log.segment.bytes", "1048576", 4), ("log.segment.bytes", "1073741824", 5)])
+    assert found["cleanup.policy"] == ("delete", 5, [("log.cleanup.policy", "delete", 5)])
+    assert found["min.insync.replicas"] == ("1", 5, [("min.insync.replicas", "1", 5)])
+    assert found["max.message.bytes"][2] == [("message.max.bytes", "1048588", 5)]
+    # A broker key this broker does not read: the override alone.
+    assert found["compression.type"] == ("lz4", 1, [("compression.type", "lz4", 1)])
+    for name, (value, source, synonyms) in found.items():    # the entry is its first level
+        assert (value, source) == synonyms[0][1:], name
+    # Not asked: the same values and sources, no synonyms (as Kafka).
+    assert described(False) == {name: (value, source, []) for name, (value, source, _) in found.items()}
+
+
+def test_topic_entries_for_a_new_topic_take_their_source_from_the_broker_levels(services):
+    from kafkactl.cluster.broker.dynamic_config import resolve
+
+    services.config, _ = from_properties({"broker.id": "3", "zookeeper.connect": "zk:2181",
+                                          "log.dirs": services.ssd, "log.cleanup.policy": "compact"})
+    services.dynamic, _ = resolve(services.config, {}, {"min.insync.replicas": "2"})
+    entries = {e[0]: e[1:3] for e in describe_configs.topic_entries_for(services, {"segment.ms": "5000"})}
+    assert entries["cleanup.policy"] == ("compact", 4)          # STATIC_BROKER_CONFIG, no longer DEFAULT
+    assert entries["min.insync.replicas"] == ("2", 2)           # the broker's own dynamic value
+    assert entries["segment.ms"] == ("5000", 1)
+    assert entries["retention.bytes"] == ("-1", 5)
