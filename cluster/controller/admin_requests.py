@@ -34,8 +34,23 @@ AlterPartitionReassignments (processApiPartitionReassignment, KIP-455):
   leader that would be removed is replaced by the first online replica of the
   new set in the ISR; when there is none the change is refused
   (INVALID_REPLICA_ASSIGNMENT) rather than leaving the partition leaderless;
-- an accepted partition leaves /admin/reassign_partitions: the latest
-  request wins, as in Kafka.
+- an accepted partition leaves /admin/reassign_partitions first, before
+  anything else is written (Kafka's maybeRemoveFromZkReassignment): the
+  latest request wins, as in Kafka, also over a controller failover. Left
+  for last, a controller killed after the topic znode took the request
+  (say, a cancel: back on its original replicas) but before the admin
+  znode lost the partition left a new controller the old target to start
+  again: the cancelled move resumed;
+- a request takes effect, for a new controller, when the topic znode holds
+  its full replica set (or its final replicas); killed before that, the
+  move the topic znode shows (if any) goes on and the client, who got no
+  answer, may ask again. A move starts by that write; a new target writes
+  it only after the replicas it drops have left the ISR and the leader has
+  been told the new replica set with a new leader epoch (`retarget`), so
+  that no ISR in ZooKeeper ever names a replica its topic znode does not;
+- the answer is what was carried out: a partition whose change could not
+  go through after all (its ISR shrank between the check and the write)
+  is refused, not answered NONE.
 
 ListPartitionReassignments: the partitions being reassigned (all, or those
 asked that are), with their full replica set, adding and removing replicas.
@@ -50,7 +65,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.controller import partition_state_machine as psm
 from kafkactl.cluster.controller import replica_state_machine as rsm
-from kafkactl.cluster.controller.builder import DecisionBuilder
+from kafkactl.cluster.controller.builder import DecisionBuilder, chain
 from kafkactl.cluster.controller.changes import announce, sorted_unique
 from kafkactl.cluster.controller.context import ControllerContext, Reassignment
 from kafkactl.cluster.controller.election import Elected, offline_election, preferred_election, reassignment_election
@@ -59,7 +74,7 @@ from kafkactl.cluster.controller.model import (
 )
 from kafkactl.cluster.controller.partition_state_machine import PartitionStateName
 from kafkactl.cluster.controller.preferred import elect_preferred
-from kafkactl.cluster.controller.reassignment import _drop_from_admin, move_replicas_decision
+from kafkactl.cluster.controller.reassignment import _drop_from_admin, move_replicas_decision, start_reassignments
 from kafkactl.cluster.controller.replica_state_machine import ReplicaStateName
 
 Result = tuple[ErrorCode, str | None]
@@ -160,6 +175,10 @@ def reassignment_requests(ctx: ControllerContext, requests: Mapping[TopicPartiti
             results[tp] = (ErrorCode.no_reassignment_in_progress, None)
         elif tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
             results[tp] = UNKNOWN
+        elif not moving and tp not in ctx.leadership:
+            # reassignment.py starts no move without a leader and ISR to
+            # grow: refused here, not answered NONE and then dropped.
+            results[tp] = (ErrorCode.leader_not_available, f"partition {tp} has no leader and ISR yet")
         elif moving:
             wanted = ctx.assignments[tp].original if target is None else tuple(target)
             refusal = _leader_refusal(ctx, tp, wanted)
@@ -197,85 +216,133 @@ def _retargeted(ctx: ControllerContext, tp: TopicPartition, target: tuple[int, .
 
 def _leader_refusal(ctx: ControllerContext, tp: TopicPartition, target: tuple[int, ...]) -> Result | None:
     state = ctx.leadership.get(tp)
+    if state is None:
+        return None
     new, unneeded = _retargeted(ctx, tp, target)
-    if state is None or state.leader not in unneeded:
-        return None
     isr = [r for r in state.isr if r not in unneeded]
-    if isinstance(reassignment_election(new.replicas, isr, ctx.online_replicas(tp)), Elected):
-        return None
-    return (ErrorCode.invalid_replica_assignment,
-            f"the new replica list {list(target)} removes the leader {state.leader} and no other replica "
-            f"of it is online and in the ISR {list(state.isr)}")
+    if state.leader in unneeded:
+        if isinstance(reassignment_election(new.replicas, isr, ctx.online_replicas(tp)), Elected):
+            return None
+        return (ErrorCode.invalid_replica_assignment,
+                f"the new replica list {list(target)} removes the leader {state.leader} and no other replica "
+                f"of it is online and in the ISR {list(state.isr)}")
+    if not isr:
+        return (ErrorCode.invalid_replica_assignment,
+                f"the new replica list {list(target)} removes every replica of the ISR {list(state.isr)}")
+    return None
 
 
 def retarget(ctx: ControllerContext, retargets: Mapping[TopicPartition, tuple[int, ...]]) -> Decision:
-    """First step for moving partitions given a new target: the replicas
-    leaving drop out of the ISR (and lose the leadership) in ZooKeeper."""
+    """First step for moving partitions given a new target, one conditional
+    state write each: the replicas leaving drop out of the ISR (and lose the
+    leadership), the leader epoch moves, and the LeaderAndIsr tells the
+    replicas staying the new replica set. The write is made even when no
+    replica leaving is in the ISR: a leader still counting them could add
+    one back to the ISR after the topic znode stopped listing it (its write
+    is conditional on the zk version it knows and stops at a newer leader
+    epoch; this write moves both), and an ISR outside the replicas in
+    ZooKeeper is a state no controller takes (the invariants halt it; a new
+    controller loads it and halts too). Only the second step drops the
+    replicas leaving from the topic znode."""
+    leaving = {tp: tuple(_retargeted(ctx, tp, target)[1]) for tp, target in retargets.items()
+               if tp in ctx.assignments}
     b = DecisionBuilder(ctx)
-    _leave_isr(b, retargets)
-    redo = partial(_redo_leave_isr, retargets=dict(retargets))
-    return b.decision(retry=redo, then=partial(_retarget_assignments, retargets=dict(retargets)))
+    _switch_targets(b, retargets)
+    redo = partial(_redo_switch_targets, retargets=dict(retargets))
+    return b.decision(retry=redo, then=partial(_retarget_assignments, retargets=dict(retargets), leaving=leaving))
 
 
-def _redo_leave_isr(ctx: ControllerContext, tps: frozenset[TopicPartition], retargets) -> Decision:
+def _redo_switch_targets(ctx: ControllerContext, tps: frozenset[TopicPartition], retargets) -> Decision:
     b = DecisionBuilder(ctx)
-    _leave_isr(b, {tp: retargets[tp] for tp in tps if tp in retargets})
-    return b.decision(retry=partial(_redo_leave_isr, retargets=retargets))
+    _switch_targets(b, {tp: retargets[tp] for tp in tps if tp in retargets})
+    return b.decision(retry=partial(_redo_switch_targets, retargets=retargets))
 
 
-def _leave_isr(b: DecisionBuilder, retargets: Mapping[TopicPartition, tuple[int, ...]]) -> None:
+def _switch_targets(b: DecisionBuilder, retargets: Mapping[TopicPartition, tuple[int, ...]]) -> None:
+    ctx = b.ctx
     for tp, target in sorted(retargets.items()):
-        state = b.ctx.leadership.get(tp)
-        if state is None or tp not in b.ctx.reassignments:
+        state = ctx.leadership.get(tp)
+        moving = ctx.reassignments.get(tp)
+        if state is None or moving is None or moving.target == target:
             continue
-        new, unneeded = _retargeted(b.ctx, tp, target)
-        if state.leader not in unneeded and not set(unneeded) & set(state.isr):
-            continue
+        old = ctx.assignments[tp]
+        new, unneeded = _retargeted(ctx, tp, target)
         isr = [r for r in state.isr if r not in unneeded]
         leader, recovery = state.leader, state.leader_recovery_state
         if leader in unneeded:
-            result = reassignment_election(new.replicas, isr, b.ctx.online_replicas(tp))
+            result = reassignment_election(new.replicas, isr, ctx.online_replicas(tp))
             if not isinstance(result, Elected):
-                continue        # refused before; the state changed since: the next step leaves it be
+                continue        # refused before; the state changed since: answered as refused
             leader = result.leader
-        b.write_next_state(tp, leader, isr, recovery)
-        announce(b, tp)
-
-
-def _retarget_assignments(ctx: ControllerContext, retargets: Mapping[TopicPartition, tuple[int, ...]]) -> Decision:
-    """Second step: the new full replica set in the context and the topic
-    znodes, the unneeded replicas stopped and deleted; then reassignment.py's
-    steps move the partitions (or finish at once when the target is in the ISR)."""
-    b = DecisionBuilder(ctx)
-    done = []
-    for tp, target in sorted(retargets.items()):
-        state = b.ctx.leadership.get(tp)
-        if tp not in b.ctx.reassignments or state is None:
+        if not isr:
             continue
-        new, unneeded = _retargeted(b.ctx, tp, target)
-        if set(unneeded) & (set(state.isr) | {state.leader}):
-            continue            # the first step could not go through: keep the current target
-        b.ctx.assignments[tp] = new
-        b.ctx.reassignments[tp] = Reassignment(target)
+        ctx.assignments[tp] = new
+        ctx.reassignments[tp] = Reassignment(target)
         for broker_id in unneeded:
-            rsm.delete_now(b.ctx.replica_states, PartitionReplica(tp, broker_id))
+            rsm.delete_now(ctx.replica_states, PartitionReplica(tp, broker_id))
+        for replica in ctx.partition_replicas(tp):
+            if rsm.current_state(ctx.replica_states, replica) is ReplicaStateName.NON_EXISTENT:
+                rsm.transition(ctx.replica_states, replica, ReplicaStateName.NEW)
+        b.write_next_state(tp, leader, isr, recovery)
+        # Brokers new to the set hear of it once the topic znode lists them
+        # (the next step's epoch bump starts them).
+        announce(b, tp, exclude=[r for r in new.replicas if r not in old.replicas])
+
+
+def _retarget_assignments(ctx: ControllerContext, retargets: Mapping[TopicPartition, tuple[int, ...]],
+                          leaving: Mapping[TopicPartition, tuple[int, ...]]) -> Decision:
+    """Second step, for the partitions whose first step went through: the
+    topic znodes take the new full replica sets, the replicas leaving are
+    stopped and deleted; then reassignment.py's steps move the partitions
+    (or finish at once when the target is in the ISR)."""
+    b = DecisionBuilder(ctx)
+    done = [tp for tp, target in sorted(retargets.items())
+            if tp in b.ctx.reassignments and b.ctx.reassignments[tp].target == target]
+    for tp in done:
+        for broker_id in leaving.get(tp, ()):
             if b.ctx.is_broker_live(broker_id):
                 b.batch.stop_replica(broker_id, tp, delete=True)
-        for replica in b.ctx.partition_replicas(tp):
-            if rsm.current_state(b.ctx.replica_states, replica) is ReplicaStateName.NON_EXISTENT:
-                rsm.transition(b.ctx.replica_states, replica, ReplicaStateName.NEW)
-        done.append(tp)
     for topic in sorted({tp.topic for tp in done}):
         b.write(UpdateTopicAssignment(topic, b.ctx.topic_assignment(topic)))
     moving = partial(move_replicas_decision, tps=frozenset(done)) if done else None
     return b.decision(then=moving)
 
 
-def drop_from_admin(ctx: ControllerContext, tps: Iterable[TopicPartition]) -> Decision:
-    """Accepted partitions leave /admin/reassign_partitions (the latest request wins)."""
+def alter_reassignments(ctx: ControllerContext, results: Mapping[TopicPartition, Result],
+                        starts: Mapping[TopicPartition, tuple[int, ...]],
+                        retargets: Mapping[TopicPartition, tuple[int, ...]]) -> Decision:
+    """Carry out an AlterPartitionReassignments (`reassignment_requests`'
+    answers and maps): every partition accepted leaves
+    /admin/reassign_partitions, also one already moving to the target asked
+    for (an older listing there must not take over later); then the moving
+    ones get their new targets, then the others start moving. Each step is
+    in ZooKeeper before the next (module doc: what a new controller makes of
+    each point in between)."""
     b = DecisionBuilder(ctx)
-    _drop_from_admin(b, [tp for tp in tps if tp in ctx.reassign_admin])
-    return b.decision()
+    _drop_from_admin(b, [tp for tp, result in results.items() if result == NONE and tp in ctx.reassign_admin])
+    then = chain(partial(retarget, retargets=dict(retargets)) if retargets else None,
+                 partial(start_reassignments, targets=dict(starts), admin=None) if starts else None)
+    return b.decision(then=then)
+
+
+def reassignment_results(ctx: ControllerContext, results: Mapping[TopicPartition, Result],
+                         starts: Mapping[TopicPartition, tuple[int, ...]],
+                         retargets: Mapping[TopicPartition, tuple[int, ...]]) -> dict[TopicPartition, Result]:
+    """The answers once `alter_reassignments` was carried out (`ctx`: after
+    it): an accepted partition that is neither moving to its target nor
+    there already did not take the change."""
+    answers = dict(results)
+    for tp, target in (*starts.items(), *retargets.items()):
+        moving = ctx.reassignments.get(tp)
+        assignment = ctx.assignments.get(tp)
+        if moving is not None and moving.target == target:
+            continue
+        if moving is None and assignment is not None and assignment.replicas == target:
+            continue
+        answers[tp] = (_leader_refusal(ctx, tp, target) if tp in ctx.reassignments else None) or (
+            ErrorCode.invalid_replica_assignment,
+            f"the partition's leader or ISR changed while the change to {list(target)} was made; ask again")
+    return answers
 
 
 # --- ListPartitionReassignments

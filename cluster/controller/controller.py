@@ -492,13 +492,9 @@ class Controller:
     def _on_api_reassignment(self, event: ev.ApiPartitionReassignment) -> None:
         def work():
             results, starts, retargets = admin_requests.reassignment_requests(self.context, dict(event.targets))
-            if retargets:
-                self._run(lambda ctx: admin_requests.retarget(ctx, retargets))
-            if starts:
-                self._run(lambda ctx: reassignment.start_reassignments(ctx, starts, admin=None))
-            if any(tp in self.context.reassign_admin for tp in (*starts, *retargets)):
-                self._run(lambda ctx: admin_requests.drop_from_admin(ctx, (*starts, *retargets)))
-            return results
+            if any(result == admin_requests.NONE for result in results.values()):
+                self._run(lambda ctx: admin_requests.alter_reassignments(ctx, results, starts, retargets))
+            return admin_requests.reassignment_results(self.context, results, starts, retargets)
         self._answering(event, work)
 
     def _on_list_reassignments(self, event: ev.ListPartitionReassignments) -> None:

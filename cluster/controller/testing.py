@@ -1,5 +1,6 @@
 """Helpers for tests of the decision core: hand-built contexts, committing
-decisions, a small fake ZooKeeper port.
+decisions, a small fake ZooKeeper port, and a ZooKeeper model whose
+controller can be killed between two writes (ZkModel).
 
 Contexts are built the way a new controller builds them, through
 `load_context` from a ClusterSnapshot, so tests start from states the real
@@ -12,8 +13,11 @@ from kafkactl.cluster.controller.context import ControllerConfig
 from kafkactl.cluster.controller.execution import apply_results
 from kafkactl.cluster.controller.failover import ClusterSnapshot, load_context
 from kafkactl.cluster.controller.model import (
-    CreatePartitionState, TopicPartition, UpdatePartitionState, WriteResult,
+    CreatePartitionState, DeleteAdminPath, DeleteTopicZnodes, SetReassignments, TopicPartition,
+    UpdatePartitionState, UpdateTopicAssignment, WriteResult,
 )
+from kafkactl.cluster.controller.zk_port import keep_added_partitions
+from kafkactl.cluster.zk import layout
 from kafkactl.cluster.zk.codecs import BrokerRegistration, PartitionState, TopicAssignment
 
 EPOCH = 5
@@ -128,3 +132,96 @@ class Recorder:
 
     def __call__(self, batch) -> None:
         self.requests.extend(batch)
+
+
+class ControllerKilled(Exception):
+    """The controller's process died (kill -9) before a write: that write
+    and everything after it never happen, nothing more is sent."""
+
+
+class ZkModel:
+    """ZooKeeper as the core's writes leave it: topic znodes (with adding
+    and removing replicas), partition states, /admin/reassign_partitions and
+    the deletion markers, for tests that kill the controller between two of
+    its writes and let a new controller load what is left (`snapshot`).
+
+    `kill_after`: how many writes go in before the controller dies (None:
+    it lives). Each write counts, although the I/O layer puts several in one
+    multi: every cut a multi allows is among these, and more."""
+
+    def __init__(self, ctx, kill_after: int | None = None) -> None:
+        self.brokers = dict(ctx.live_brokers)
+        self.topics = {topic: ctx.topic_assignment(topic) for topic in ctx.topic_ids}
+        self.states = dict(ctx.leadership)
+        self.reassign = dict(ctx.reassign_admin) or None     # None: no znode
+        self.deleting = set(ctx.topics_to_delete)
+        self.kill_after = kill_after
+        self.written = 0
+
+    def apply_writes(self, writes, controller_epoch_zk_version):
+        results = []
+        for write in writes:
+            if self.kill_after is not None and self.written >= self.kill_after:
+                raise ControllerKilled(f"killed before write {self.written + 1}: {write}")
+            self.written += 1
+            result = WriteResult.OK
+            if isinstance(write, CreatePartitionState):
+                if write.topic not in self.topics:
+                    result = WriteResult.NO_NODE
+                elif write.topic_partition in self.states:
+                    result = WriteResult.NODE_EXISTS
+                else:
+                    self.states[write.topic_partition] = write.state
+            elif isinstance(write, UpdatePartitionState):
+                current = self.states.get(write.topic_partition)
+                if current is None:
+                    result = WriteResult.NO_NODE
+                elif current.zk_version != write.expected_zk_version:
+                    result = WriteResult.BAD_VERSION
+                else:
+                    self.states[write.topic_partition] = write.state
+            elif isinstance(write, UpdateTopicAssignment):
+                if write.topic not in self.topics:
+                    result = WriteResult.NO_NODE
+                else:       # as ZkPort writes it: partitions a tool just added are kept
+                    self.topics[write.topic] = keep_added_partitions(write.assignment, self.topics[write.topic])
+            elif isinstance(write, DeleteTopicZnodes):
+                self.topics.pop(write.topic, None)
+                self.states = {tp: s for tp, s in self.states.items() if tp.topic != write.topic}
+            elif isinstance(write, DeleteAdminPath):
+                if write.path == layout.REASSIGN_PARTITIONS:
+                    self.reassign = None
+                elif write.path.startswith(layout.DELETE_TOPICS + "/"):
+                    self.deleting.discard(write.path.rsplit("/", 1)[1])
+            elif isinstance(write, SetReassignments):
+                if self.reassign is None:
+                    result = WriteResult.NO_NODE
+                else:
+                    self.reassign = dict(write.targets)
+            results.append(result)
+        return results
+
+    def read_partition_states(self, partitions):
+        return {tp: self.states.get(tp) for tp in partitions}
+
+    def entry(self, tp: TopicPartition) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+        """The partition in its topic znode: (replicas, adding, removing)."""
+        topic = self.topics.get(tp.topic)
+        if topic is None or tp.partition not in topic.partitions:
+            return None
+        return (tuple(topic.partitions[tp.partition]), tuple(topic.adding_replicas.get(tp.partition, ())),
+                tuple(topic.removing_replicas.get(tp.partition, ())))
+
+    def snapshot(self, controller_epoch: int, brokers=None) -> ClusterSnapshot:
+        """What a new controller reads; `brokers`: the ids still registered
+        (by default every broker that was)."""
+        live = self.brokers if brokers is None else {b: r for b, r in self.brokers.items() if b in brokers}
+        return ClusterSnapshot(
+            controller_epoch=controller_epoch,
+            controller_epoch_zk_version=controller_epoch,
+            brokers=live,
+            topics=dict(self.topics),
+            partition_states={tp: s for tp, s in self.states.items() if tp.topic in self.topics},
+            topics_to_delete=frozenset(self.deleting),
+            reassignments=dict(self.reassign or {}),
+        )

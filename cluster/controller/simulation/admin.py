@@ -87,6 +87,7 @@ class AdminActions:
             size = self.rng.randint(1, min(3, len(brokers)))
             targets[(tp.topic, tp.partition)] = self.rng.sample(brokers, size)
         self.zk.create(layout.REASSIGN_PARTITIONS, codecs.encode_reassignment(targets))
+        self.forget_requested(TopicPartition(*key) for key in targets)
 
     def preferred_election(self) -> None:
         if self.zk.get(layout.PREFERRED_REPLICA_ELECTION):

@@ -58,6 +58,7 @@ class Checks:
         self._check_brokers()
         if self.unable_to_store:
             self._check_offline_dirs()
+        self.forget_superseded()
 
     def _check_zookeeper(self) -> None:
         ctx = self.ctx

@@ -24,6 +24,7 @@ from kafkactl.cluster.controller.model import (
     UpdatePartitionState, UpdateTopicAssignment, WriteResult, ZkWrite,
 )
 from kafkactl.cluster.controller.simulation.zookeeper import ADMIN_PATHS, Stat
+from kafkactl.cluster.controller.testing import ControllerKilled
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.codecs import PartitionState
@@ -106,6 +107,9 @@ class SimZk:
         index = 0
         while index < len(writes):
             batch = writes[index:index + sim.rng.randint(1, 4)]
+            if sim.kill_rate and sim.rng.random() < sim.kill_rate:
+                # kill -9 of the controller: this batch and the rest never happen.
+                raise ControllerKilled(f"killed before {batch[0]!r} ({index} of {len(writes)} writes done)")
             index += len(batch)
             self._maybe_race(batch)
             if zk.get(layout.CONTROLLER_EPOCH).version != controller_epoch_zk_version:

@@ -6,7 +6,9 @@ leave the watches the real controller relies on), decides with the core and
 carries decisions out with `execution.execute`. Its watches only queue
 events; each step does one thing: deliver a fired watch to the controller,
 handle one queued event, deliver one request to a broker, or an admin, broker
-or fault action (see _choose_action).
+or fault action (see _choose_action). Handling an event, the controller may
+be killed between two batches of its writes (client.py, KILL_*): the rest
+of what it was doing never happens, and another controller takes over.
 """
 
 from __future__ import annotations
@@ -21,18 +23,26 @@ from kafkactl.cluster.controller.execution import execute
 from kafkactl.cluster.controller.invariants import check_invariants
 from kafkactl.cluster.controller.model import TopicPartition
 from kafkactl.cluster.controller.simulation.admin import AdminActions
+from kafkactl.cluster.controller.simulation.api_admin import ApiAdminActions, Expectation
 from kafkactl.cluster.controller.simulation.brokers import BrokerActions, FakeBroker
 from kafkactl.cluster.controller.simulation.checks import Checks
 from kafkactl.cluster.controller.simulation.client import SimStore, SimZk
 from kafkactl.cluster.controller.simulation.zookeeper import FakeZooKeeper
 from kafkactl.cluster.controller.state_watches import ReassigningStateWatches
+from kafkactl.cluster.controller.testing import ControllerKilled
 from kafkactl.cluster.controller.zk_reads import ControllerReads
 from kafkactl.cluster.invariant import InvariantViolation, invariant
 from kafkactl.cluster.zk import codecs, layout
 from kafkactl.cluster.zk.codecs import PartitionState, TopicAssignment
 
+# The chance that the controller is killed before each batch of its writes:
+# while it carries out an AlterPartitionReassignments (the operation whose
+# steps a failover must resume exactly), and while it does anything else.
+KILL_IN_API_REASSIGNMENT = 0.15
+KILL_ELSEWHERE = 0.003
 
-class Simulation(BrokerActions, AdminActions, Checks):
+
+class Simulation(BrokerActions, AdminActions, ApiAdminActions, Checks):
     def __init__(self, seed: int, broker_count: int | None = None, fault_rate: float = 1.0) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -58,6 +68,8 @@ class Simulation(BrokerActions, AdminActions, Checks):
         self.unable_to_store: dict[int, tuple[int, set[tuple[TopicPartition, str | None]]]] = {}
         self.stats: dict[str, int] = {}
         self._checked: tuple = ()
+        self.kill_rate = 0.0                  # see KILL_*; SimZk kills the controller at this rate
+        self.expected: dict[TopicPartition, Expectation] = {}   # see api_admin.py
         self.zk.create(layout.CONTROLLER_EPOCH, codecs.encode_controller_epoch(0))
         for broker in self.brokers.values():
             self.start_broker(broker)
@@ -83,7 +95,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
         weighted = [
             (self.process_event, 30), (self.notify, 20), (self.deliver, 30), (self.leader_isr_change, 8),
             (self.create_topic, 4), (self.add_partition, 1), (self.delete_topic, 2),
-            (self.reassign, 3), (self.preferred_election, 1), (self.auto_rebalance, 1),
+            (self.reassign, 3), (self.api_reassign, 2), (self.preferred_election, 1), (self.auto_rebalance, 1),
             (self.toggle_unclean, 0.5 * f), (self.crash_broker, 2 * f), (self.restart_broker, 3),
             (self.lose_session, 1 * f), (self.controlled_shutdown, 1.5 * f), (self.failover, 0.7 * f),
         ]
@@ -138,7 +150,14 @@ class Simulation(BrokerActions, AdminActions, Checks):
         if any(r not in snapshot.brokers for s in snapshot.partition_states.values() for r in s.isr):
             self.count("failover_with_dead_isr_members")   # the case seed 000 D step 5 is about
         self.previous = self.previous or ctx
-        self._execute(ctx, ops.on_controller_failover(ctx, notifications))
+        self.kill_rate = 0.0 if self.healing else KILL_ELSEWHERE * self.fault_rate
+        try:
+            self._execute(ctx, ops.on_controller_failover(ctx, notifications))
+        except ControllerKilled:
+            self.controller_killed(controller_id)     # during its own failover: yet another one takes over
+            return
+        finally:
+            self.kill_rate = 0.0
         self.check_isr_members_live()
         if old is not None and self.rng.random() < 0.3:
             self.check_old_controller_fenced(old)
@@ -169,11 +188,38 @@ class Simulation(BrokerActions, AdminActions, Checks):
             return
         event = self.events.popleft()
         self.count(f"event_{event.name}")
-        # Reads first (as the real controller's handlers do), then the
-        # decisions on the context of the moment; by type, as Controller.process.
-        for make in self._handlers[type(event)](self, event):
-            for reply in self._execute(self.ctx, make(self.ctx)):
-                self.on_shutdown_reply(reply)
+        api = isinstance(event, ev.ApiPartitionReassignment)
+        if not self.healing:
+            self.kill_rate = (KILL_IN_API_REASSIGNMENT if api else KILL_ELSEWHERE) * self.fault_rate
+        try:
+            if api:
+                self.handle_api_reassignment(event)
+                return
+            # Reads first (as the real controller's handlers do), then the
+            # decisions on the context of the moment; by type, as Controller.process.
+            for make in self._handlers[type(event)](self, event):
+                for reply in self._execute(self.ctx, make(self.ctx)):
+                    self.on_shutdown_reply(reply)
+        except ControllerKilled:
+            self.kill_rate = 0.0
+            self.controller_killed(self.ctx.controller_id)
+        finally:
+            self.kill_rate = 0.0
+
+    def controller_killed(self, controller_id: int) -> None:
+        """kill -9 of the controller's process between two of its writes:
+        what it was doing stops there, its queued events and answers are
+        lost, its broker dies with it (half the time; otherwise only its
+        controller stops, as when it resigns), and another controller takes
+        over from what ZooKeeper holds."""
+        self.count("controller_killed")
+        broker = self.brokers.get(controller_id)
+        running = [b for b in self.brokers.values() if b.running]
+        if broker is not None and broker.running and len(running) > 1 and self.rng.random() < 0.5:
+            broker.running = False
+            broker.inbox.clear()
+            self._deregister(broker)
+        self.failover()
 
     def _broker_change(self, _event) -> list:
         registrations = self.reads.brokers()
@@ -292,6 +338,7 @@ class Simulation(BrokerActions, AdminActions, Checks):
                 break
         self.check()
         self.check_finished()
+        self.check_api_outcomes()
 
     def _busy(self) -> bool:
         return bool(self.zk.notifications or self.events or any(b.inbox for b in self.brokers.values()))
