@@ -134,22 +134,20 @@ def execute(
 
     Refused while another reassignment runs. Throttles stay until `reassign
     verify` finds every partition complete. --timeout bounds --wait
-    (default 600 s). With -b: AlterPartitionReassignments, without
-    --throttle (throttles are ZooKeeper configs)."""
+    (default 600 s). With -b, as Kafka's tool does with --bootstrap-server:
+    the same throttle configs with IncrementalAlterConfigs first (a broker
+    that is not live gets no rate), then AlterPartitionReassignments; a
+    refusal after them names what stays throttled."""
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
     from kafkactl.cluster.admin.topics import live_brokers
 
-    if is_admin_api(ctx):
-        from kafkactl.cli.reassign_admin import refuse_throttle
-
-        refuse_throttle(throttle)
     entries = read_plan(plan)
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
     if is_admin_api(ctx):
         with cluster_backend(ctx, admin_extra_s=_admin_wait_s(ctx, wait)) as backend:
-            _execute_admin(ctx, backend, plan, entries, targets, wait, rollback_file)
+            _execute_admin(ctx, backend, plan, entries, targets, throttle, wait, rollback_file)
         return
     with zookeeper(ctx, "reassign execute writes /admin/reassign_partitions and its throttles as "
                         "ZooKeeper configs") as client:
@@ -196,8 +194,9 @@ def verify(
     replica is behind its leader, from the brokers) or failed. A replica the
     plan puts in a named log dir counts only once it is there (DescribeLogDirs);
     a move between dirs shows as in progress. Once all are complete, removes
-    the throttles (topic and broker configs). Exit 1 while any partition is not
-    complete."""
+    the throttles (the plan's topics' throttled replicas, every broker's rates;
+    with -b the live brokers', with IncrementalAlterConfigs). Exit 1 while any
+    partition is not complete."""
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
     from kafkactl.cluster.admin.topics import live_brokers
@@ -230,7 +229,7 @@ def verify(
 
 
 def _verify_admin(ctx, backend, plan: Path, entries, targets: dict) -> None:
-    """verify through the Admin API: the same report; no throttles to remove (-b sets none)."""
+    """verify through the Admin API: the same report, the same throttles removed."""
     from kafkactl.cli import reassign_admin as admin
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.plan_file import PlanError, check_against_cluster
@@ -248,7 +247,8 @@ def _verify_admin(ctx, backend, plan: Path, entries, targets: dict) -> None:
     states = admin.states_of(backend, targets, refine)
     moving = [s for s in states if s.status == ra.IN_PROGRESS and s.view.adding]
     lags = ra.replica_lags({b.broker_id: b for b in brokers}, moving, deadline_s) if moving else {}
-    _report_verify(ctx, states, lags, [])
+    complete = all(s.status == ra.COMPLETE for s in states)
+    _report_verify(ctx, states, lags, admin.remove_throttles(backend, {t for t, _ in targets}) if complete else [])
 
 
 def _report_verify(ctx, states, lags: dict, removed: list[str]) -> None:
@@ -312,7 +312,9 @@ def cancel(
 
     With -b: KIP-455's cancellation (AlterPartitionReassignments with no
     target): the controller stops the moves and puts back each partition's
-    replicas from before at once (--rollback-file does not apply).
+    replicas from before at once (--rollback-file does not apply), and the
+    throttles go at once, as with Kafka's --cancel (-z's revert keeps the
+    rate until `reassign verify` of the revert plan).
 
     Either way the rollback file saved (`rollback_file`) holds the replicas
     with a complete copy just before the cancel changes them: through -z the
@@ -342,7 +344,8 @@ def cancel(
         _start_revert(ctx, client, reverted, wait, zk_timeout_s)
 
 
-def _execute_admin(ctx, backend, plan: Path, entries, targets: dict, wait: bool, rollback_file: Path | None) -> None:
+def _execute_admin(ctx, backend, plan: Path, entries, targets: dict, throttle: int | None, wait: bool,
+                   rollback_file: Path | None) -> None:
     """execute's steps through the Admin API (cli/reassign_admin.py), in the same order."""
     from kafkactl.cli import reassign_admin as admin
     from kafkactl.cluster.admin import reassignment as ra
@@ -358,17 +361,20 @@ def _execute_admin(ctx, backend, plan: Path, entries, targets: dict, wait: bool,
     except PlanError as error:
         raise CliUsageError(str(error)) from None
     current = {tp: list(views[tp].replicas) for tp in targets}
+    throttles = admin.plan_throttles(backend, current, targets, throttle, {b.broker_id for b in brokers})
     wanted = ra.wanted_log_dirs(entries)
     addresses = _addresses(brokers)
     if wanted:
         _check_log_dirs(entries, addresses, wanted, str(plan), deadline_s)
     saved = save_rollback(current, rollback_file)
     pending = _alter_log_dirs(addresses, wanted, deadline_s) if wanted else {}
-    admin.start(backend, targets)
+    admin.warn_not_live(throttles)
+    admin.start_throttled(backend, targets, throttles, saved)
     pending = _retry_log_dirs(addresses, pending, deadline_s)
     moving = ra.moving_partitions(current, targets)
     result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
-              "throttle_bytes_per_s": None, "throttled_entities": [], "log_dirs_named": len(wanted),
+              "throttle_bytes_per_s": throttle, "throttled_entities": list(throttles.entities),
+              "log_dirs_named": len(wanted),
               "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
                                    for (t, p, b), d in sorted(pending.items())]}
     _announce_start(ctx, result, saved, plan, wait)

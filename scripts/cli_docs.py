@@ -187,8 +187,10 @@ BACKEND_TABLE = [
     ("isr", "state znodes (when the ISR changed), ListOffsets", "Metadata, DescribeConfigs (min.insync.replicas), "
      "ListOffsets; no time of the ISR's last change (null, \"since\" left out)"),
     ("reassign generate, execute, verify, status, cancel", "/admin/reassign_partitions, throttles",
-     "AlterPartitionReassignments, ListPartitionReassignments; cancel is KIP-455's (the replicas from "
-     "before at once); --throttle refused (throttles are written with the move in one ZooKeeper multi)"),
+     "AlterPartitionReassignments, ListPartitionReassignments; --throttle: the same throttle configs, set with "
+     "IncrementalAlterConfigs before the move (not one multi with it) and removed by verify (the live brokers' "
+     "rates only); cancel is KIP-455's (the replicas from before at once) and removes the throttles at once, "
+     "as Kafka's --cancel does"),
     ("groups ...", "brokers from /brokers/ids, leaders from znodes", "brokers and leaders from Metadata; the group APIs"),
     ("metrics snapshot", "znodes + the brokers' metrics endpoints", "Metadata + the brokers' metrics endpoints"),
 ]

@@ -192,11 +192,20 @@ class AdminApiBackend:
             after = configs.altered(configs.StoredConfig(entity, dict(current), None), add, delete)
         except configs.ConfigError as error:
             raise RefusedChange(str(error)) from None
-        broker_id = None if entity.entity_type == configs.TOPICS else _broker_id(entity)
-        resource = (ap.TOPIC_RESOURCE, entity.name) if broker_id is None and entity.entity_type == configs.TOPICS \
-            else (ap.BROKER_RESOURCE, ap.BROKER_DEFAULT if broker_id is None else str(broker_id))
-        self.alter_configs(resource, add, delete, broker_id)
+        self.alter_entity(entity, add, delete)
         return after
+
+    def alter_entity(self, entity, add: Mapping[str, str], delete: Iterable[str]) -> None:
+        """IncrementalAlterConfigs SET `add`, DELETE `delete` on a configs.Entity, without
+        alter_config's checks: for changes kafkactl computed itself (the throttles)."""
+        from kafkactl.cluster.admin import configs
+
+        if entity.entity_type == configs.TOPICS:
+            self.alter_configs((ap.TOPIC_RESOURCE, entity.name), add, delete)
+            return
+        broker_id = _broker_id(entity)
+        self.alter_configs((ap.BROKER_RESOURCE, ap.BROKER_DEFAULT if broker_id is None else str(broker_id)),
+                           add, delete, broker_id)
 
     def elect(self, election_type: int, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ap.Outcome]:
         response = self.admin.send_to_controller(ap.ELECT_LEADERS, lambda v: ap.elect_leaders_request(

@@ -174,47 +174,71 @@ def compute_throttles(current: Mapping[TopicPartition, Sequence[int]],
                      {t: ",".join(v) for t, v in follower.items()}, tuple(sorted(brokers)))
 
 
-def throttle_writes(client, throttles: Throttles, rate_bytes_per_s: int, timeout_s: float) -> configs.ConfigWrites:
-    """The config writes that set `throttles` at `rate_bytes_per_s` (Kafka
-    overwrites the two topic keys and the two broker rates; other keys stay)."""
-    topics = [configs.topic_entity(t) for t in sorted(set(throttles.leader_replicas) | set(throttles.follower_replicas))]
-    brokers = [configs.broker_entity(b) for b in throttles.brokers]
-    stored = configs.read_configs(client, topics + brokers, timeout_s)
-    writes = configs.ConfigWrites()
-    for entity in topics:
-        config = dict(stored[entity].config)
+def throttle_entities(throttles: Throttles) -> list[configs.Entity]:
+    """The entities `throttles` sets, in the order both back ends write and name them:
+    the topics by name, then the brokers by id."""
+    topics = sorted(set(throttles.leader_replicas) | set(throttles.follower_replicas))
+    return [configs.topic_entity(t) for t in topics] + [configs.broker_entity(b) for b in throttles.brokers]
+
+
+def throttled(entity: configs.Entity, config: Mapping[str, str], throttles: Throttles,
+              rate_bytes_per_s: int) -> dict[str, str]:
+    """`config` of `entity` with the throttle set: Kafka overwrites a topic's two
+    throttled-replicas keys (one the move does not need is removed, so no stale list
+    of an earlier move stays) and a broker's two rates; other keys stay."""
+    after = dict(config)
+    if entity.entity_type == configs.TOPICS:
         for key, values in ((configs.LEADER_THROTTLED_REPLICAS, throttles.leader_replicas),
                             (configs.FOLLOWER_THROTTLED_REPLICAS, throttles.follower_replicas)):
             if entity.name in values:
-                config[key] = values[entity.name]
+                after[key] = values[entity.name]
             else:
-                config.pop(key, None)
-        writes.set(stored[entity], config)
-    for entity in brokers:
-        config = dict(stored[entity].config)
-        config[configs.LEADER_THROTTLED_RATE] = str(rate_bytes_per_s)
-        config[configs.FOLLOWER_THROTTLED_RATE] = str(rate_bytes_per_s)
-        writes.set(stored[entity], config)
+                after.pop(key, None)
+    else:
+        after[configs.LEADER_THROTTLED_RATE] = str(rate_bytes_per_s)
+        after[configs.FOLLOWER_THROTTLED_RATE] = str(rate_bytes_per_s)
+    return after
+
+
+def cleared_keys(entity: configs.Entity) -> tuple[str, ...]:
+    """What Kafka's --verify clears: a topic's throttled-replicas keys, a broker's
+    throttle rates (the log dir rate too, as Kafka does)."""
+    return configs.THROTTLED_REPLICAS_KEYS if entity.entity_type == configs.TOPICS else configs.THROTTLE_RATE_KEYS
+
+
+def unthrottled(entity: configs.Entity, config: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in config.items() if k not in cleared_keys(entity)}
+
+
+def removal_entities(topics: Iterable[str], broker_names: Iterable[str]) -> list[configs.Entity]:
+    """What verify looks at once a reassignment is complete: `topics`, then every
+    broker by name (not the cluster-wide default: that is the operator's own)."""
+    return [configs.topic_entity(t) for t in sorted(set(topics))] + \
+        [configs.Entity(configs.BROKERS, n) for n in sorted(broker_names) if n.isdigit()]
+
+
+def throttle_writes(client, throttles: Throttles, rate_bytes_per_s: int, timeout_s: float) -> configs.ConfigWrites:
+    """The config writes that set `throttles` at `rate_bytes_per_s` (see `throttled`)."""
+    entities = throttle_entities(throttles)
+    stored = configs.read_configs(client, entities, timeout_s)
+    writes = configs.ConfigWrites()
+    for entity in entities:
+        writes.set(stored[entity], throttled(entity, stored[entity].config, throttles, rate_bytes_per_s))
     return writes
 
 
 def throttle_removal(client, topics: Iterable[str], timeout_s: float) -> configs.ConfigWrites:
-    """Writes that remove the throttled-replicas keys from `topics` and the
-    throttle rates from every broker that has one (what Kafka's --verify
-    does once a reassignment is complete). The cluster-wide default is the
-    operator's own setting and is left alone."""
+    """Writes that remove the throttles from `topics` and from every broker that has
+    a config znode (what Kafka's --verify does once a reassignment is complete)."""
     try:
         names = wait(client.get_children_async("/config/brokers"), timeout_s)
     except NoNodeError:
         names = []
-    brokers = [configs.Entity(configs.BROKERS, n) for n in sorted(names) if n.isdigit()]
-    entities = [configs.topic_entity(t) for t in sorted(set(topics))] + brokers
-    stored = configs.read_configs(client, entities, timeout_s)
+    stored = configs.read_configs(client, removal_entities(topics, names), timeout_s)
     writes = configs.ConfigWrites()
     for entity, current in stored.items():
-        keys = configs.THROTTLED_REPLICAS_KEYS if entity.entity_type == configs.TOPICS else configs.THROTTLE_RATE_KEYS
         if current.zk_version is not None:
-            writes.set(current, {k: v for k, v in current.config.items() if k not in keys})
+            writes.set(current, unthrottled(entity, current.config))
     return writes
 
 

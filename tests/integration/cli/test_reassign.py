@@ -1,9 +1,10 @@
 """`kafkactl reassign` as a subprocess against a real local cluster (ZooKeeper + 4 brokers).
 
-One cluster for the module: each test uses its own topics. The cheap tests
-and cancel run through both back ends (-z and -b: support/backends.py);
-`reassign execute --throttle` is -z's own (-b refuses it), so the throttled
-end-to-end test runs through ZooKeeper only.
+One cluster for the module: each test uses its own topics. The tests run
+through both back ends (-z and -b: support/backends.py), the throttled ones
+too: -z writes the throttles with the move in one multi, -b with
+IncrementalAlterConfigs before it, and both must leave the same configs
+(read back from ZooKeeper, where either way they end up).
 """
 
 import json
@@ -68,40 +69,59 @@ def configs(cli, *entity):
     return {r["key"]: r["value"] for r in rows if r["source"] != "default"}
 
 
-def test_throttled_reassignment_with_wait_then_verify_end_to_end(up, tmp_path):
-    cli, status = up
-    bootstrap = status["bootstrap_servers"]
-    cli.ok("topics", "create", "moved", "--partitions", "3", "--replication-factor", "2")
-    produce(bootstrap, "moved", 30)
+def stored_configs(cli, *entity):
+    """An entity's overrides as ZooKeeper holds them, whichever back end wrote them
+    (the module's CLI: `cluster up` made ZooKeeper its current context)."""
+    return configs(cli.cli, *entity)
 
-    generated = json.loads(cli.ok("reassign", "generate", "--topics", "moved", "--brokers", "3,4", "-o", "json").stdout)
+
+def rates(value):
+    return {"leader.replication.throttled.rate": value, "follower.replication.throttled.rate": value}
+
+
+def test_throttled_reassignment_with_wait_then_verify_end_to_end(way, tmp_path):
+    cli, status = way
+    topic = cli.t("moved")
+    bootstrap = status["bootstrap_servers"]
+    cli.ok("topics", "create", topic, "--partitions", "3", "--replication-factor", "2")
+    produce(bootstrap, topic, 30)
+
+    generated = json.loads(cli.ok("reassign", "generate", "--topics", topic, "--brokers", "3,4", "-o", "json").stdout)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(generated["proposed"]))
     target = {p["partition"]: p["replicas"] for p in generated["proposed"]["partitions"]}
-    before = assignment(cli, "moved")
+    before = assignment(cli, topic)
 
     done = cli.ok("reassign", "execute", "--plan", str(plan), "--throttle", "50000000", "--wait",
                   "--rollback-file", str(tmp_path / "rollback.json"), "-o", "json")
     result = json.loads(done.stdout)
     assert [p["status"] for p in result["partitions"]] == ["complete"] * 3
     assert "reassigning" in done.stderr  # the progress bar's label, on stderr
-    assert assignment(cli, "moved") == target
+    assert assignment(cli, topic) == target
     rollback = json.loads((tmp_path / "rollback.json").read_text())
     assert {p["partition"]: p["replicas"] for p in rollback["partitions"]} == before
 
-    # The throttles stay until verify sees every partition complete.
-    moving = {p for p in target if set(target[p]) != set(before[p])}
-    topic_config = configs(cli, "--topic", "moved")
-    assert topic_config["follower.replication.throttled.replicas"].split(",") == [
-        f"{p}:{b}" for p in sorted(moving) for b in target[p] if b not in before[p]]
-    assert configs(cli, "--broker", "4")["leader.replication.throttled.rate"] == "50000000"
+    # Kafka's throttles for the partitions whose replica set changes: their
+    # current replicas as leaders, the added ones as followers, a rate on
+    # every broker they have or will have. They stay until verify sees every
+    # partition complete, the same through either back end.
+    moving = sorted(p for p in target if set(target[p]) != set(before[p]))
+    throttled = sorted({b for p in moving for b in before[p] + target[p]})
+    assert result["throttle_bytes_per_s"] == 50000000
+    assert result["throttled_entities"] == [f"topics/{topic}"] + [f"brokers/{b}" for b in throttled]
+    assert stored_configs(cli, "--topic", topic) == {
+        "leader.replication.throttled.replicas": ",".join(f"{p}:{b}" for p in moving for b in before[p]),
+        "follower.replication.throttled.replicas": ",".join(
+            f"{p}:{b}" for p in moving for b in target[p] if b not in before[p])}
+    assert {b: stored_configs(cli, "--broker", str(b)) for b in (1, 2, 3, 4)} == {
+        b: rates("50000000") if b in throttled else {} for b in (1, 2, 3, 4)}
 
     verified = json.loads(cli.ok("reassign", "verify", "--plan", str(plan), "-o", "json").stdout)
     assert [p["status"] for p in verified["partitions"]] == ["complete"] * 3
-    assert "topics/moved" in verified["throttles_removed"]
-    assert configs(cli, "--topic", "moved") == {}
-    assert all(configs(cli, "--broker", str(b)) == {} for b in (1, 2, 3, 4))
-    assert consume(bootstrap, "moved") == sorted(f"k{i}:message-{i}" for i in range(30))
+    assert verified["throttles_removed"] == [f"topics/{topic}"] + [f"brokers/{b}" for b in throttled]
+    assert stored_configs(cli, "--topic", topic) == {}
+    assert all(stored_configs(cli, "--broker", str(b)) == {} for b in (1, 2, 3, 4))
+    assert consume(bootstrap, topic) == sorted(f"k{i}:message-{i}" for i in range(30))
 
 
 def test_a_kafka_tool_plan_is_accepted_as_is(way, tmp_path):
@@ -128,8 +148,7 @@ def test_invalid_plans_exit_2_and_zookeeper_is_unchanged(way, tmp_path):
     bad = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 9]}]}
     plan = tmp_path / "bad.json"
     plan.write_text(json.dumps(bad))
-    throttle = ["--throttle", "1000"] if cli.backend == "zookeeper" else []
-    done = cli("reassign", "execute", "--plan", str(plan), *throttle)
+    done = cli("reassign", "execute", "--plan", str(plan), "--throttle", "1000")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"kafkactl: error: {plan}: partitions[0] (topic {topic!r} partition 0): \"replicas\": broker 9 is not "
@@ -137,14 +156,52 @@ def test_invalid_plans_exit_2_and_zookeeper_is_unchanged(way, tmp_path):
     assert zk_tree(status["zookeeper"]) == before
 
 
-def test_throttle_through_the_admin_api_is_refused_in_one_line(up, tmp_path):
+def test_throttles_set_through_the_admin_api_are_read_back_then_removed_by_verify(up, tmp_path):
     cli, status = up
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "any", "partition": 0, "replicas": [1]}]}))
-    done = cli("reassign", "execute", "--plan", str(plan), "--throttle", "1000", "-b", status["bootstrap_servers"])
-    assert done.returncode == 2
-    [line] = done.stderr.strip().splitlines()
-    assert line.startswith("kafkactl: error: --throttle: ") and "ZooKeeper configs" in line
+    admin = Through(cli, status, "admin-api")
+    topic = "throttled-b"
+    admin.ok("topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
+    [leader] = assignment(admin, topic)[0]
+    other = 1 if leader != 1 else 2
+    brokers = sorted((leader, other))
+    # An override of the topic's own: the throttles are set and removed beside it.
+    admin.ok("configs", "alter", "--topic", topic, "--add", "retention.ms=86400000")
+    produce(status["bootstrap_servers"], topic, 10)
+    plan = tmp_path / "grow.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [leader, other]}]}))
+
+    started = json.loads(admin.ok("reassign", "execute", "--plan", str(plan), "--throttle", "1000000",
+                                  "--rollback-file", str(tmp_path / "rb.json"), "-o", "json").stdout)
+    assert (started["throttle_bytes_per_s"], started["throttled_entities"]) == (
+        1000000, [f"topics/{topic}"] + [f"brokers/{b}" for b in brokers])
+    # Written before the move started, so in ZooKeeper when execute returns;
+    # DescribeConfigs (-b) shows them once the brokers have applied them.
+    throttled = ({"retention.ms": "86400000", "leader.replication.throttled.replicas": f"0:{leader}",
+                  "follower.replication.throttled.replicas": f"0:{other}"},
+                 {b: rates("1000000") if b in brokers else {} for b in (1, 2, 3, 4)})
+    assert described(cli, topic) == throttled
+    wait_for(lambda: described(admin, topic) == throttled, WAIT_S, "the brokers applying the throttles")
+
+    def verified():
+        done = admin("reassign", "verify", "--plan", str(plan), "-o", "json")
+        assert done.returncode in (0, 1), done.stderr
+        return json.loads(done.stdout) if done.returncode == 0 else None
+
+    # Exit 1 (throttles kept) while the new replica catches up; the one that
+    # finds the partition complete removes them.
+    removed = wait_for(verified, WAIT_S, f"verify to find {topic}-0 on {leader},{other}")["throttles_removed"]
+    assert removed == [f"topics/{topic}"] + [f"brokers/{b}" for b in brokers]
+    unthrottled = ({"retention.ms": "86400000"}, {b: {} for b in (1, 2, 3, 4)})
+    assert described(cli, topic) == unthrottled
+    wait_for(lambda: described(admin, topic) == unthrottled, WAIT_S, "the brokers dropping the throttles")
+    assert json.loads(admin.ok("reassign", "verify", "--plan", str(plan), "-o", "json").stdout)[
+        "throttles_removed"] == []
+
+
+def described(cli, topic):
+    """`configs describe` of the topic and of every broker, through `cli`'s back end."""
+    return configs(cli, "--topic", topic), {b: configs(cli, "--broker", str(b)) for b in (1, 2, 3, 4)}
 
 
 def throttle(cli, topic: str, leader: int, other: int, rate: str | None) -> None:
@@ -234,7 +291,9 @@ def test_cancel_puts_the_replicas_back_and_saves_the_complete_ones_as_rollback(w
     assert (row["status"], row["target"], row["adding"]) == ("in progress", [leader, other], [other])
 
     # -z cannot stop a move: its cancel waits for it to end, so the throttle
-    # goes once it has read the running reassignment. -b's stops it at once.
+    # goes once it has read the running reassignment. -b's stops it at once,
+    # and removes the throttles then (nothing moves any more), as Kafka's
+    # --cancel does; -z's revert would keep the rate until its verify.
     lift = (lambda: throttle(cli, topic, leader, other, None)) if cli.backend == "zookeeper" else (lambda: None)
     code, out, shown = cancel_on_a_terminal(cli, lift)
     assert code == 0, shown
@@ -251,5 +310,9 @@ def test_cancel_puts_the_replicas_back_and_saves_the_complete_ones_as_rollback(w
     wait_for(lambda: assignment(cli, topic) == {0: [leader]}, WAIT_S, "the replicas from before")
     assert "no reassignment is running" in cli.ok("reassign", "status").stdout
     assert cli("reassign", "cancel", "--yes").returncode == 1
-    if cli.backend != "zookeeper":   # the module's other tests expect no broker overrides
-        throttle(cli, topic, leader, other, None)
+    if cli.backend != "zookeeper":
+        assert done["throttles_removed"] == [f"topics/{topic}"] + [f"brokers/{b}" for b in sorted((leader, other))]
+        assert stored_configs(cli, "--topic", topic) == {}
+        for broker in (leader, other):   # the module's other tests expect no broker overrides, applied
+            assert stored_configs(cli, "--broker", str(broker)) == {}
+            wait_for(lambda: applied_rate(cli, broker) is None, WAIT_S, f"broker {broker} dropping the rate")

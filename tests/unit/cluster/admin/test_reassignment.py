@@ -23,6 +23,33 @@ def test_a_partition_losing_replicas_only_is_leader_throttled_without_followers(
     assert throttles.follower_replicas == {}
 
 
+def test_throttled_overwrites_the_two_keys_removes_one_not_needed_and_keeps_the_rest():
+    from kafkactl.cluster.admin import configs
+
+    throttles = ra.compute_throttles({("t", 0): [1, 2, 3]}, {("t", 0): [1, 2]})
+    topic = {"retention.ms": "1", configs.LEADER_THROTTLED_REPLICAS: "*", configs.FOLLOWER_THROTTLED_REPLICAS: "9:9"}
+    assert ra.throttled(configs.topic_entity("t"), topic, throttles, 10) == {
+        "retention.ms": "1", configs.LEADER_THROTTLED_REPLICAS: "0:1,0:2,0:3"}
+    assert ra.throttled(configs.broker_entity(2), {"num.io.threads": "8"}, throttles, 10) == {
+        "num.io.threads": "8", configs.LEADER_THROTTLED_RATE: "10", configs.FOLLOWER_THROTTLED_RATE: "10"}
+    assert [e.entity_path for e in ra.throttle_entities(throttles)] == ["topics/t", "brokers/1", "brokers/2",
+                                                                       "brokers/3"]
+
+
+def test_unthrottled_clears_what_kafkas_verify_clears():
+    from kafkactl.cluster.admin import configs
+
+    rates = {k: "5" for k in configs.THROTTLE_RATE_KEYS}
+    replicas = {k: "0:1" for k in configs.THROTTLED_REPLICAS_KEYS}
+    assert ra.unthrottled(configs.broker_entity(1), {**rates, **replicas, "num.io.threads": "8"}) == {
+        **replicas, "num.io.threads": "8"}
+    assert ra.unthrottled(configs.topic_entity("t"), {**rates, **replicas}) == rates
+    assert ra.cleared_keys(configs.broker_entity(1)) == (
+        configs.LEADER_THROTTLED_RATE, configs.FOLLOWER_THROTTLED_RATE, configs.LOG_DIRS_THROTTLED_RATE)
+    assert [e.entity_path for e in ra.removal_entities(["u", "t", "t"], ["2", "<default>", "10"])] == [
+        "topics/t", "topics/u", "brokers/10", "brokers/2"]
+
+
 def view(partition, replicas, adding=(), removing=(), leader=1, isr=None):
     return ra.PartitionView("t", partition, tuple(replicas), tuple(adding), tuple(removing), leader, 3,
                             tuple(replicas if isr is None else isr))
