@@ -16,6 +16,7 @@ import typer
 
 from kafkactl.cli.common import SHARED_EPILOG, ZK_TIMEOUT_S, cluster_backend, is_admin_api, timeout_s, zookeeper
 from kafkactl.cli.errors import CliError, CliUsageError
+from kafkactl.cli.reassign_admin import admin_wait_s
 from kafkactl.cli.reassign_run import (
     WAIT_TIMEOUT_S, announce_rollback, complete_assignment, confirm_or_refuse, emit as _emit, ids as _ids,
     refuse_if_running, refuse_moving, remove_throttles, report_wait, rollback_dir, save_plan, save_rollback,
@@ -146,7 +147,7 @@ def execute(
     targets = ra.targets_of(entries)
     zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
     if is_admin_api(ctx):
-        with cluster_backend(ctx, admin_extra_s=_admin_wait_s(ctx, wait)) as backend:
+        with cluster_backend(ctx, admin_extra_s=admin_wait_s(ctx, wait)) as backend:
             _execute_admin(ctx, backend, plan, entries, targets, throttle, wait, rollback_file)
         return
     with zookeeper(ctx, "reassign execute writes /admin/reassign_partitions and its throttles as "
@@ -478,14 +479,8 @@ def _cancel_admin(ctx, rollback_file: Path | None, wait: bool, yes: bool) -> Non
     if rollback_file is not None:
         raise CliUsageError("--rollback-file: with -b the controller cancels the moves itself and puts back the "
                             "replicas it had before (KIP-455); the option applies to -z only")
-    with cluster_backend(ctx, admin_extra_s=_admin_wait_s(ctx, wait)) as backend:
+    with cluster_backend(ctx, admin_extra_s=admin_wait_s(ctx, wait)) as backend:
         reassign_admin.cancel(ctx, backend, wait, yes)
-
-
-def _admin_wait_s(ctx, wait: bool) -> float:
-    """With --wait the Admin API client must outlive the wait (--timeout, default 600 s): the
-    requests before it and the last look after it get their own --timeout on top."""
-    return timeout_s(ctx, WAIT_TIMEOUT_S) if wait else 0.0
 
 
 def _rollback_for(running: dict, path: Path | None):

@@ -36,6 +36,13 @@ from kafkactl.cli.reassign_run import (
 from kafkactl.cluster.admin.wording import counted
 
 POLL_INTERVAL_S = 0.5
+METADATA_SETTLE_S = 5.0     # how long a broker's Metadata may lag the controller's ListPartitionReassignments
+
+
+def admin_wait_s(ctx: typer.Context, wait: bool) -> float:
+    """With --wait the Admin API client must outlive the wait (--timeout, default 600 s): the
+    requests before it and the last look after it get their own --timeout on top."""
+    return timeout_s(ctx, WAIT_TIMEOUT_S) if wait else 0.0
 
 
 def look(backend, topics) -> tuple[dict, dict]:
@@ -186,10 +193,12 @@ def states_of(backend, targets: dict, refine=None) -> list:
 
 
 def wait_with_progress(ctx: typer.Context, backend, targets: dict, refine=None) -> list:
-    """Poll until no partition is in progress or --timeout (default 600 s); a progress bar on stderr."""
+    """Poll until no partition is in progress or --timeout (default 600 s); a progress bar on stderr.
+    A partition that looks failed is looked at again for METADATA_SETTLE_S first."""
     from kafkactl.cluster.admin import reassignment as ra
 
     deadline = time.monotonic() + timeout_s(ctx, WAIT_TIMEOUT_S)
+    settled_by = None
     with typer.progressbar(length=len(targets), label="reassigning", file=sys.stderr) as bar:
         shown = 0
         while True:
@@ -197,7 +206,18 @@ def wait_with_progress(ctx: typer.Context, backend, targets: dict, refine=None) 
             done = sum(1 for s in states if s.status == ra.COMPLETE)
             bar.update(max(0, done - shown))
             shown = max(shown, done)
-            if all(s.status != ra.IN_PROGRESS for s in states) or time.monotonic() >= deadline:
+            if any(s.status == ra.IN_PROGRESS for s in states):
+                settled_by = None
+            elif all(s.status == ra.COMPLETE for s in states):
+                return states
+            else:
+                # "failed": the controller no longer lists the partition, yet the broker that
+                # answered Metadata shows other replicas. Right after a move ends (at once, for
+                # one that only removes replicas) that broker may not have had the controller's
+                # UpdateMetadata yet: look again for a while before calling it failed.
+                settled_by = settled_by or time.monotonic() + METADATA_SETTLE_S
+            now = time.monotonic()
+            if now >= deadline or (settled_by is not None and now >= settled_by):
                 return states
             time.sleep(POLL_INTERVAL_S)
 

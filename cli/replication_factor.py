@@ -3,11 +3,13 @@
 Kafka's scripts cannot change a topic's replication factor; operators write
 a reassignment JSON by hand and feed it to kafka-reassign-partitions.sh.
 This writes it (cluster/admin/replication_factor.py: minimal moves, leaders
-stay) and runs it with `reassign execute`'s steps (cli/reassign_run.py):
-refused while another reassignment runs, the rollback file saved first,
-throttles and /admin/reassign_partitions in one multi, progress with --wait.
-The multi also checks that the topic znode is still the one the plan was
-made from, since the operator may take a while to confirm.
+stay) and runs it with `reassign execute`'s steps, through either back end
+(cli/replication_factor_steps.py): refused while another reassignment runs,
+the rollback file saved first, then the throttles and the reassignment,
+progress with --wait. The operator may take a while to confirm, so the
+start is refused if the topic changed since the plan was made: through
+ZooKeeper the multi checks the topic znode's version; through the Admin API,
+which has no such condition, the topic's replicas are read again just before.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from pathlib import Path
 
 import typer
 
-from kafkactl.cli.common import ZK_TIMEOUT_S, shared, timeout_s, zookeeper
+from kafkactl.cli.common import cluster_backend, shared
 from kafkactl.cli.errors import CliError, CliUsageError
+from kafkactl.cli.reassign_admin import admin_wait_s
 from kafkactl.cli.reassign_run import (
-    WAIT_TIMEOUT_S, announce_rollback, confirm_or_refuse, emit, ids, refuse_if_running, remove_throttles,
-    report_wait, save_plan, save_rollback, start, state_file, throttle_writes, wait_with_progress,
+    announce_rollback, confirm_or_refuse, emit, ids, report_wait, save_plan, save_rollback, state_file,
 )
 from kafkactl.cluster.admin.wording import counted
 
@@ -57,39 +59,30 @@ def check_options(options: RunOptions) -> None:
 
 
 def alter_replication_factor(ctx: typer.Context, topic: str, factor: int, options: RunOptions) -> None:
+    from kafkactl.cli.replication_factor_steps import steps_for
     from kafkactl.cluster.admin import reassignment as ra
     from kafkactl.cluster.admin.replication_factor import ReplicationFactorError, propose_replication_factor
-    from kafkactl.cluster.admin.topics import (
-        TopicNotFoundError, live_brokers, marked_for_deletion, read_assignment,
-    )
-    from kafkactl.cluster.zk import layout
 
     check_options(options)
-    zk_timeout_s = timeout_s(ctx, ZK_TIMEOUT_S)
-    with zookeeper(ctx, "topics alter --replication-factor writes its replication throttles as ZooKeeper "
-                        "configs") as client:
-        try:
-            assignment, zk_version = read_assignment(client, topic, zk_timeout_s)
-        except TopicNotFoundError as error:
-            raise CliUsageError(f"{error} (see `kafkactl topics list`)") from None
-        if topic in marked_for_deletion(client, zk_timeout_s):
+    with cluster_backend(ctx, admin_extra_s=admin_wait_s(ctx, options.wait)) as backend:
+        steps = steps_for(ctx, backend)
+        seen = steps.read_topic(topic)
+        if topic in backend.marked_for_deletion():
             raise CliError(f"topic {topic!r} is marked for deletion")
         if options.out is None:   # a plan file is for later: another reassignment may run meanwhile
-            refuse_if_running(client, zk_timeout_s)
-        moving = sorted(set(assignment.adding_replicas) | set(assignment.removing_replicas))
-        if moving:
-            raise CliError(f"topic {topic!r} partition {moving[0]} is still being reassigned "
-                           f"(adding/removing replicas in its topic znode); wait for it to finish")
-        registered = {b.broker_id: b.rack for b in live_brokers(client, zk_timeout_s)}
+            steps.refuse_if_running()
+        if seen.moving:
+            raise CliError(f"topic {topic!r} partition {seen.moving[0]} is still being reassigned "
+                           f"({steps.moving_source}); wait for it to finish")
+        registered = {b.broker_id: b.rack for b in backend.brokers()}
         try:
-            proposed = propose_replication_factor(topic, assignment.partitions, factor, registered,
-                                                  _replica_counts(client, zk_timeout_s),
-                                                  _leaders(client, topic, zk_timeout_s))
+            proposed = propose_replication_factor(topic, seen.partitions, factor, registered, steps.replica_load(),
+                                                  seen.leaders)
         except ReplicationFactorError as error:
             raise CliUsageError(f"--replication-factor {factor}: {error}") from None
-        current = {(topic, p): list(assignment.partitions[p]) for p in proposed}
+        current = {(topic, p): list(seen.partitions[p]) for p in proposed}
         targets = {(topic, p): r for p, r in proposed.items()}
-        result = _proposal(topic, factor, assignment.partitions, current, targets)
+        result = _proposal(topic, factor, seen.partitions, current, targets)
         if not targets:
             emit(ctx, result, lambda: f"topic {topic} has replication factor {factor} already; nothing to do")
             return
@@ -98,18 +91,18 @@ def alter_replication_factor(ctx: typer.Context, topic: str, factor: int, option
             emit(ctx, result, lambda: _proposal_text(result) + f"\n\nwrote the plan to {options.out}; start it with "
                  f"`kafkactl reassign execute --plan {options.out}`")
             return
-        writes = throttle_writes(client, current, targets, options.throttle, zk_timeout_s)
-        result.update(dry_run=options.dry_run, throttle_bytes_per_s=options.throttle,
-                      throttled_entities=[e.entity_path for e in writes.changes])
+        throttled = steps.plan_throttles(current, targets, options.throttle, set(registered))
+        result.update(dry_run=options.dry_run, throttle_bytes_per_s=options.throttle, throttled_entities=throttled)
         if options.dry_run:
             emit(ctx, result, lambda: _proposal_text(result) + "\n\ndry run: nothing was written")
             return
         if shared(ctx).output == "table":
             print(_proposal_text(result) + "\n", flush=True)
         confirm_or_refuse(_prompt(result), options.yes)
+        steps.refuse_if_changed(seen)
         saved = save_rollback(current, options.rollback_file)
         plan = save_plan(targets, state_file("plan"), "plan file")
-        start(client, targets, writes, zk_timeout_s, unchanged={layout.topic(topic): zk_version})
+        steps.start(targets, seen, saved)
         announce_rollback(saved)
         result.update(rollback_file=str(saved), plan_file=str(plan))
         if not options.wait:
@@ -117,34 +110,10 @@ def alter_replication_factor(ctx: typer.Context, topic: str, factor: int, option
                  f"topic {topic}; follow with `kafkactl reassign verify --plan {plan}`"
                  + (" (it also removes the throttles)" if options.throttle else ""))
             return
-        states = wait_with_progress(client, targets, timeout_s(ctx, WAIT_TIMEOUT_S), zk_timeout_s)
+        states = steps.wait(targets)
         if options.throttle and all(s.status == ra.COMPLETE for s in states):
-            result["throttles_removed"] = remove_throttles(client, {topic}, zk_timeout_s)
+            result["throttles_removed"] = steps.remove_throttles(topic)
     report_wait(ctx, result, states, plan)
-
-
-def _leaders(client, topic: str, zk_timeout_s: float) -> dict[int, int]:
-    """Partition -> its current leader (none while a partition has no leader)."""
-    from kafkactl.cluster.admin.topics import describe_topics
-
-    return {info.partition: info.leader for info in describe_topics(client, [topic], zk_timeout_s)[topic] or ()
-            if info.leader >= 0}
-
-
-def _replica_counts(client, zk_timeout_s: float) -> dict[int, int]:
-    """Replicas per broker over every topic (the topic znodes, read with multiRead)."""
-    from kafkactl.cluster.admin.topics import list_topics, read_nodes
-    from kafkactl.cluster.zk import codecs, layout
-
-    names = list_topics(client, zk_timeout_s)
-    counts: dict[int, int] = {}
-    for name, node in zip(names, read_nodes(client, [layout.topic(n) for n in names], zk_timeout_s)):
-        if node is None:
-            continue   # deleted meanwhile
-        for replicas in codecs.decode_topic(name, node[0]).partitions.values():
-            for broker_id in replicas:
-                counts[broker_id] = counts.get(broker_id, 0) + 1
-    return counts
 
 
 def _proposal(topic: str, factor: int, partitions: dict, current: dict, targets: dict) -> dict:

@@ -411,10 +411,14 @@ def alter(
     first, then those on the most loaded brokers. The plan is shown; once
     confirmed, the current assignment is saved as a rollback plan, then the
     throttles (--throttle) and /admin/reassign_partitions are written in
-    one multi. Refused while another reassignment runs. With --wait, the
-    throttles are removed once every partition is complete; without, by
-    `reassign verify --plan` with the plan file it prints. --timeout bounds
-    --wait (default 600 s)."""
+    one multi that also checks the topic is as the plan was made from it.
+    With -b, as `reassign execute -b`: the topic's replicas are read again
+    (the start is refused if they changed), then the same throttle configs
+    go with IncrementalAlterConfigs (a broker that is not live gets no
+    rate), then AlterPartitionReassignments. Refused while another
+    reassignment runs. With --wait, the throttles are removed once every
+    partition is complete; without, by `reassign verify --plan` with the
+    plan file it prints. --timeout bounds --wait (default 600 s)."""
     from kafkactl.cli.replication_factor import RunOptions, alter_replication_factor
 
     options = RunOptions(yes, throttle, wait, rollback_file, dry_run, out)

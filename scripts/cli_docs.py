@@ -176,7 +176,9 @@ BACKEND_TABLE = [
     ("topics list, describe", "znodes", "Metadata, DescribeConfigs (min.insync.replicas)"),
     ("topics create", "/brokers/topics + /config/topics, one multi", "CreateTopics (kafkactl's assignment)"),
     ("topics alter --partitions", "conditional write of /brokers/topics/T", "CreatePartitions"),
-    ("topics alter --replication-factor", "reassignment + throttles", "refused (throttles are ZooKeeper configs)"),
+    ("topics alter --replication-factor", "reassignment + throttles, one multi checked against the topic znode",
+     "as reassign execute: the topic's replicas read again just before (refused if they changed), then the "
+     "throttles with IncrementalAlterConfigs, then AlterPartitionReassignments"),
     ("topics delete", "/admin/delete_topics", "DeleteTopics (no \"marked for deletion\" state to see)"),
     ("configs describe, alter", "/config/... + change notification", "DescribeConfigs, IncrementalAlterConfigs"),
     ("brokers list, describe", "/brokers/ids, DescribeLogDirs", "Metadata (no listener name, no broker epoch), "

@@ -39,7 +39,7 @@ same plan.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 
 class ReplicationFactorError(ValueError):
@@ -118,3 +118,32 @@ def _replica_to_drop(replicas: list[int], brokers: Mapping[int, str | None], loa
 
     # Position 0, the preferred leader, is never a candidate.
     return replicas[max(range(1, len(replicas)), key=preference)]
+
+
+def replica_load(assignments: Iterable[Mapping[int, Sequence[int]]]) -> dict[int, int]:
+    """Replicas per broker over the given topics' assignments (partition ->
+    replicas): the `load` of propose_replication_factor, whichever back end
+    listed them."""
+    load: dict[int, int] = {}
+    for assignment in assignments:
+        for replicas in assignment.values():
+            for broker_id in replicas:
+                load[broker_id] = load.get(broker_id, 0) + 1
+    return load
+
+
+def changed_since(topic: str, planned: Mapping[int, Sequence[int]],
+                  now: Mapping[int, Sequence[int]] | None) -> str | None:
+    """How the topic's replicas now differ from those a plan was made from, in
+    one line, or None when they do not. Through the Admin API nothing makes
+    AlterPartitionReassignments conditional on the topic (as the ZooKeeper
+    multi's version check does), so they are compared just before starting."""
+    if now is None:
+        return f"topic {topic!r} was deleted"
+    if sorted(now) != sorted(planned):
+        return f"topic {topic!r} has {len(now)} partitions now, {len(planned)} when the plan was made"
+    for partition in sorted(planned):
+        if list(now[partition]) != list(planned[partition]):
+            return (f"topic {topic!r} partition {partition} has replicas {list(now[partition])} now, "
+                    f"{list(planned[partition])} when the plan was made")
+    return None

@@ -97,7 +97,6 @@ def test_context_set_holds_one_back_end(capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv, fragment", [
     (["-z", "zk:2181", "-b", "h:9092", "topics", "list"], "not both"),
     (["topics", "list", "-b", "nohostport"], "invalid bootstrap servers"),
-    (["topics", "alter", "t", "--replication-factor", "2", "-b", "127.0.0.1:1"], "not possible through the Admin API"),
     (["context", "set", "c", "-b", "h"], "invalid bootstrap servers"),
 ])
 def test_bad_combinations_are_one_line_usage_errors(capsys, tmp_path, monkeypatch, argv, fragment):
@@ -106,6 +105,22 @@ def test_bad_combinations_are_one_line_usage_errors(capsys, tmp_path, monkeypatc
     assert (code, out) == (2, "")
     [line] = err.strip().splitlines()
     assert line.startswith("kafkactl: error: ") and fragment in line
+
+
+def test_topics_alter_replication_factor_goes_to_the_brokers_with_bootstrap_servers(capsys, tmp_path, monkeypatch):
+    # It was refused with -b while throttles were written to ZooKeeper only; now
+    # every command has an Admin API way, so it asks the brokers (none answers here).
+    import socket
+
+    monkeypatch.setenv("KAFKACTL_CONFIG", str(tmp_path / "config.json"))
+    with socket.socket() as unused:           # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    code, out, err = run(capsys, "topics", "alter", "t", "--replication-factor", "2", "--yes",
+                         "-b", f"127.0.0.1:{port}", "--timeout", "2")
+    assert (code, out) == (1, "")
+    [line] = err.strip().splitlines()
+    assert "no broker answered" in line and "not possible through the Admin API" not in line
 
 
 def test_an_unreachable_bootstrap_server_is_a_clear_error(capsys, tmp_path, monkeypatch):

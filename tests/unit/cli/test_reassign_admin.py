@@ -12,52 +12,9 @@ from kafkactl.cli.main import main
 from kafkactl.cluster.admin import admin_protocol as ap
 from kafkactl.cluster.admin import configs
 from kafkactl.cluster.admin import reassignment as ra
-from kafkactl.cluster.admin.admin_backend import AdminApiBackend
 from kafkactl.cluster.admin.admin_client import AdminApiError
-from kafkactl.cluster.admin.topics import PartitionInfo
-from kafkactl.cluster.zk.codecs import BrokerRegistration
+from support.fake_admin_backend import FakeAdminBackend as Backend
 from support.fake_zookeeper import FakeZooKeeper
-
-
-class Backend(AdminApiBackend):
-    """AdminApiBackend's own partition views over Metadata's replicas (no
-    adding/removing) and the controller's answers, both given here; configs
-    are each entity's overrides in `stored`, changed by IncrementalAlterConfigs'
-    SET and DELETE as the brokers apply them. `calls` records the changes in order."""
-
-    def __init__(self, replicas: dict, ongoing: dict, refused: dict | None = None, stored: dict | None = None,
-                 live=(1, 2, 3, 4), failing: str | None = None):
-        self.replicas, self.ongoing, self.refused = replicas, ongoing, refused or {}
-        self.stored = {e: dict(c) for e, c in (stored or {}).items()}
-        self.live, self.failing = live, failing
-        self.asked = None
-        self.calls = []
-
-    def describe_topics(self, names):
-        return {t: [PartitionInfo(t, p, list(r), r[0], 0, list(r)) for (tt, p), r in self.replicas.items() if tt == t]
-                for t in names}
-
-    def list_reassignments(self):
-        return self.ongoing
-
-    def alter_reassignments(self, targets):
-        self.asked = dict(targets)
-        self.calls.append(("AlterPartitionReassignments", sorted(targets)))
-        return {tp: self.refused.get(tp, ap.Outcome(None)) for tp in targets}
-
-    def brokers(self):
-        return [BrokerRegistration(b, "h", 9000 + b, (f"h:{9000 + b}",)) for b in self.live]
-
-    def config_overrides(self, entities):
-        assert all(e.entity_type == configs.TOPICS or int(e.name) in self.live for e in entities), entities
-        return {e: dict(self.stored.get(e, {})) for e in entities}
-
-    def alter_entity(self, entity, add, delete):
-        if entity.entity_path == self.failing:
-            raise AdminApiError(f"broker {entity.name} did not answer: timed out")
-        self.calls.append(("IncrementalAlterConfigs", entity.entity_path, dict(add), list(delete)))
-        config = {k: v for k, v in self.stored.get(entity, {}).items() if k not in delete}
-        self.stored[entity] = {**config, **add}
 
 
 def one_line(err: str) -> str:
@@ -294,3 +251,24 @@ def test_execute_then_verify_through_the_admin_api_name_the_throttles_as_zookeep
         "topics/t", "topics/u", "brokers/1", "brokers/2", "brokers/3", "brokers/4"]
     assert backend.stored[broker(4)] == {"log.cleaner.threads": "2"}
     assert all(not c for e, c in backend.stored.items() if e != broker(4))
+
+
+def test_wait_looks_again_at_a_partition_whose_metadata_lags_the_controller(monkeypatch):
+    # The controller ended the move (nothing listed) before the broker answering
+    # Metadata had its UpdateMetadata: the first looks show the old replicas.
+    from types import SimpleNamespace
+
+    backend = Backend({("t", 0): [1, 2, 3]}, {})
+    looks = []
+
+    def metadata_catches_up(names):
+        looks.append(names)
+        if len(looks) == 3:
+            backend.replicas[("t", 0)] = [1, 2]
+        return Backend.describe_topics(backend, names)
+
+    monkeypatch.setattr(backend, "describe_topics", metadata_catches_up)
+    monkeypatch.setattr(reassign_admin, "POLL_INTERVAL_S", 0)
+    ctx = SimpleNamespace(find_root=lambda: SimpleNamespace(obj=None))
+    [state] = reassign_admin.wait_with_progress(ctx, backend, {("t", 0): [1, 2]})
+    assert state.status == ra.COMPLETE and len(looks) == 3

@@ -190,3 +190,91 @@ def test_wait_follows_to_the_end_and_removes_the_throttles(fake_zookeeper, tmp_p
     assert sorted(result["throttles_removed"]) == ["brokers/1", "brokers/2", "brokers/3", "topics/t"]
     assert json.loads(fake_zookeeper.data("/config/topics/t"))["config"] == {}
     assert json.loads(fake_zookeeper.data("/config/brokers/1"))["config"] == {}
+
+
+# --- through the Admin API (-b): cli/replication_factor_steps.py over an AdminApiBackend
+
+REPLICAS = {("t", 0): [1], ("t", 1): [2], ("t", 2): [3], ("u", 0): [1, 2]}
+
+
+@pytest.fixture
+def admin(monkeypatch):
+    """The command's back end is a FakeAdminBackend with REPLICAS (brokers 1-3 live)."""
+    from contextlib import contextmanager
+
+    from kafkactl.cli import replication_factor
+    from support.fake_admin_backend import FakeAdminBackend
+
+    backend = FakeAdminBackend(dict(REPLICAS), {}, live=(1, 2, 3))
+
+    @contextmanager
+    def given(ctx, *args, **kwargs):
+        yield backend
+
+    monkeypatch.setattr(replication_factor, "cluster_backend", given)
+    return backend
+
+
+def alter_b(*args):
+    return main(["topics", "alter", *args, "-b", "127.0.0.1:1"])
+
+
+def zookeeper_dry_run(fake_zookeeper, capsys, *args):
+    """What -z proposes for the same cluster as REPLICAS (leaders the first replicas)."""
+    cluster(fake_zookeeper, topics={"t": {0: [1], 1: [2], 2: [3]}, "u": {0: [1, 2]}})
+    assert main(["topics", "alter", "t", *args, "--dry-run", "-o", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_through_the_admin_api_the_throttles_go_before_the_move_with_the_plan_of_zookeeper(
+        admin, fake_zookeeper, tmp_path, capsys):
+    from kafkactl.cluster.admin import configs
+
+    planned = plan_of(zookeeper_dry_run(fake_zookeeper, capsys, "-r", "3")["proposed"])
+    assert alter_b("t", "-r", "3", "--yes", "--throttle", "5000", "--rollback-file", str(tmp_path / "rb.json"),
+                   "-o", "json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert admin.asked == planned and plan_of(json.loads(open(result["plan_file"]).read())) == planned
+    assert all(planned[("t", p)][0] == p + 1 for p in range(3))      # the leaders stay first
+    assert [call[0] for call in admin.calls] == ["IncrementalAlterConfigs"] * 4 + ["AlterPartitionReassignments"]
+    assert result["throttled_entities"] == ["topics/t", "brokers/1", "brokers/2", "brokers/3"]
+    assert admin.stored[configs.topic_entity("t")]["leader.replication.throttled.replicas"] == "0:1,1:2,2:3"
+    assert plan_of(json.loads((tmp_path / "rb.json").read_text())) == {("t", 0): [1], ("t", 1): [2], ("t", 2): [3]}
+
+
+def test_through_the_admin_api_a_topic_changed_while_confirming_is_not_reassigned(admin, tmp_path, capsys,
+                                                                                  monkeypatch):
+    from kafkactl.cli import replication_factor
+
+    def someone_moves_a_partition(prompt, yes):
+        admin.replicas[("t", 1)] = [3]
+
+    monkeypatch.setattr(replication_factor, "confirm_or_refuse", someone_moves_a_partition)
+    assert alter_b("t", "-r", "2", "--throttle", "10", "--rollback-file", str(tmp_path / "rb.json")) == 1
+    assert one_line(capsys.readouterr().err) == (
+        "kafkactl: error: topic 't' partition 1 has replicas [3] now, [2] when the plan was made: the plan was "
+        "made from the topic as it was; nothing was changed, run the command again")
+    assert admin.calls == [] and not (tmp_path / "rb.json").exists()
+
+
+@pytest.mark.parametrize("ongoing, code, message", [
+    ({("u", 0): "running"}, 1, "a reassignment is already running (1 partition listed by "
+                               "ListPartitionReassignments); wait for it"),
+    ({}, 2, "topic 'nope' does not exist (see `kafkactl topics list`)"),
+])
+def test_through_the_admin_api_the_same_refusals(admin, tmp_path, capsys, ongoing, code, message):
+    from kafkactl.cluster.admin import admin_protocol as ap
+
+    admin.ongoing = {tp: ap.Reassignment((1, 2, 3), adding=(3,), removing=()) for tp in ongoing}
+    assert alter_b("nope" if code == 2 else "t", "-r", "2", "--yes",
+                   "--rollback-file", str(tmp_path / "rb.json")) == code
+    assert message in one_line(capsys.readouterr().err)
+    assert admin.calls == [] and not (tmp_path / "rb.json").exists()
+
+
+def test_through_the_admin_api_dry_run_says_what_zookeeper_says_and_writes_nothing(admin, fake_zookeeper, capsys):
+    expected = zookeeper_dry_run(fake_zookeeper, capsys, "-r", "2", "--throttle", "1000")
+    assert alter_b("t", "-r", "2", "--dry-run", "--throttle", "1000", "-o", "json") == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    assert expected["throttled_entities"] == ["topics/t", "brokers/1", "brokers/2", "brokers/3"]
+    assert admin.calls == []

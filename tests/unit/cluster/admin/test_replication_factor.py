@@ -2,7 +2,9 @@
 
 import pytest
 
-from kafkactl.cluster.admin.replication_factor import ReplicationFactorError, propose_replication_factor
+from kafkactl.cluster.admin.replication_factor import (
+    ReplicationFactorError, changed_since, propose_replication_factor, replica_load,
+)
 
 NO_RACKS = {1: None, 2: None, 3: None}
 
@@ -101,3 +103,22 @@ def test_the_same_input_gives_the_same_plan_and_is_not_changed():
     assert first == propose_replication_factor("t", current, 2, NO_RACKS, load)
     assert current == {0: [3, 1], 1: [1], 2: [2, 3, 1]} and load == {1: 4, 2: 2, 3: 3}
     assert first == {1: [1, 2], 2: [2, 3]}
+
+
+# --- the inputs and the check through the Admin API
+
+def test_replica_load_counts_every_replica_of_every_topic():
+    assert replica_load([{0: [1, 2], 1: [2, 3]}, {0: [2]}, {}]) == {1: 1, 2: 3, 3: 1}
+    assert replica_load([]) == {}
+
+
+@pytest.mark.parametrize("now, change", [
+    ({0: [1, 2], 1: [2]}, None),
+    ({1: [2], 0: [1, 2]}, None),                       # the order partitions come in does not matter
+    ({0: [2, 1], 1: [2]}, "topic 't' partition 0 has replicas [2, 1] now, [1, 2] when the plan was made"),
+    ({0: [1, 2], 1: [2, 3]}, "topic 't' partition 1 has replicas [2, 3] now, [2] when the plan was made"),
+    ({0: [1, 2], 1: [2], 2: [3]}, "topic 't' has 3 partitions now, 2 when the plan was made"),
+    (None, "topic 't' was deleted"),
+])
+def test_changed_since_names_the_first_difference_in_one_line(now, change):
+    assert changed_since("t", {0: [1, 2], 1: [2]}, now) == change
