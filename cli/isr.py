@@ -63,9 +63,13 @@ def _backend(ctx: typer.Context):
 def _watch(ctx: typer.Context, backends, topics: list[str], interval_s: float) -> None:
     """Tables redrawn in place on a terminal (as watch(1) does), one after the
     other elsewhere; with -o json one document per line, for a pipe.
-    `backends()`: a context manager giving the back end for one refresh."""
+    `backends()`: a context manager giving the back end for one refresh.
+    A refresh that fails for want of an answer is reported on stderr and the
+    watch goes on; bad input (a topic that does not exist) ends it, exit 2."""
     import sys
     import time
+
+    from kafkactl.cli.errors import CliError, CliUsageError
 
     output = shared(ctx).output
     terminal = sys.stdout.isatty()
@@ -75,8 +79,15 @@ def _watch(ctx: typer.Context, backends, topics: list[str], interval_s: float) -
                 if terminal:
                     print("\033[H\033[2J", end="")  # clear the screen: only on a terminal
                 print(time.strftime("%Y-%m-%d %H:%M:%S"))
-            with backends() as backend:
-                _show(ctx, backend, topics, one_line=output == "json")
+            try:
+                with backends() as backend:
+                    _show(ctx, backend, topics, one_line=output == "json")
+            except CliUsageError:
+                raise
+            except CliError as error:
+                # A refresh without an answer (a broker restarting, a busy
+                # cluster) is what a watch is for: say so and go on.
+                print(f"kafkactl: error: {error} (trying again in {interval_s:g} s)", file=sys.stderr, flush=True)
             sys.stdout.flush()
             time.sleep(interval_s)
     except KeyboardInterrupt:

@@ -112,3 +112,23 @@ def test_isr_of_an_unknown_topic_and_a_bad_watch_interval(fake_zookeeper, capsys
     assert code == 2 and "'nope' does not exist" in err
     code, _, err = run(capsys, "isr", "t", "--watch", "--interval", "0")
     assert code == 2 and "--interval" in err
+
+
+def test_isr_watch_goes_on_after_a_refresh_without_an_answer(monkeypatch, capsys):
+    # Nothing listens on the bootstrap server: every refresh fails, the watch
+    # says so each time and goes on until Ctrl-C (the third sleep here).
+    import time
+
+    sleeps = []
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    code, _, err = run(capsys, "isr", "t", "--watch", "--interval", "0.25", "-b", f"127.0.0.1:{DEAD_PORT}")
+    assert code == 0 and sleeps == [0.25] * 3
+    lines = err.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("kafkactl: error: no broker answered") and
+                                   line.endswith("(trying again in 0.25 s)") for line in lines), err
