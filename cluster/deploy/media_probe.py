@@ -36,7 +36,8 @@ From a path to a media class:
      walking to the file's own device gives the real disk and names it. Only when the backing file is not
      visible from here (deleted, or attached in another mount namespace) is
      the loop device's own flag taken, and the reason says so. A backing file
-     on tmpfs is "unknown", as a log dir on tmpfs is;
+     on tmpfs or ramfs makes the loop device memory-backed, as zram and brd
+     are: ssd (a log dir directly on tmpfs is no block device: "unknown");
    - a stacked device with `slaves/` (device-mapper dm-N: LVM, LUKS,
      multipath; md RAID mdN; bcache) → each of its slaves. Over several
      disks, the slowest decides: hdd if any is rotational (a RAID or a
@@ -62,6 +63,7 @@ import sys
 SSD = "ssd"
 HDD = "hdd"
 UNKNOWN = "unknown"
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 MAX_DEPTH = 8   # devices followed from one path: loops on loops end here
 VERSION = 1
 
@@ -292,6 +294,10 @@ def _walk_loop(name, directory, backing, system, mounts, depth):
     mount = mount_of(real, mounts, system.device_of(real))
     if mount is None:
         return Walk(UNKNOWN, [name], [], "no mount holds its backing file %s" % real)
+    if mount.fs_type in MEMORY_FILE_SYSTEMS:
+        return Walk(SSD, ["%s (file %s)" % (name, real)], [(name, SSD)],
+                    "backed by memory (%s at %s), as zram and brd are: not rotational"
+                    % (mount.fs_type, mount.mount_point))
     return _on_top("%s (file %s)" % (name, real), _walk_mount(mount, system, mounts, depth + 1))
 
 

@@ -121,17 +121,18 @@ def test_md_over_an_ssd_and_a_disk_that_cannot_be_told_is_unknown():
 LOOP_MOUNT = "41 27 7:0 / /data rw - ext4 /dev/loop0 rw\n"
 
 
-def test_a_loop_device_on_a_file_on_tmpfs_is_unknown_whatever_its_own_flag_says():
+def test_a_loop_device_on_a_file_on_tmpfs_is_memory_backed_whatever_its_own_flag_says():
     system = FakeSystem(
         ROOT_SDA + "25 24 0:23 / /dev/shm rw - tmpfs tmpfs rw\n" + LOOP_MOUNT,
         files={**SDA_SSD, "/sys/devices/virtual/block/loop0/dev": "7:0\n",
                "/sys/devices/virtual/block/loop0/loop/backing_file": "/dev/shm/kafka.img\n",
-               "/sys/devices/virtual/block/loop0/queue/rotational": "0\n"},
+               "/sys/devices/virtual/block/loop0/queue/rotational": "1\n"},
         links={**SDA_LINK, "/sys/dev/block/7:0": "/sys/devices/virtual/block/loop0"},
         devices={"/": "8:0", "/dev/shm": "0:23", "/data": "7:0"}, existing={"/data", "/dev/shm/kafka.img"})
     result = probe_path("/data", system)
     assert (result["media"], result["reason"]) == (
-        "unknown", "loop0 (file /dev/shm/kafka.img): tmpfs at /dev/shm has no block device")
+        "ssd", "loop0 (file /dev/shm/kafka.img): backed by memory (tmpfs at /dev/shm), as zram and brd are: "
+               "not rotational")
     assert result["device"] == "loop0"
 
 
