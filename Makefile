@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 # gcc and python3-dev build the C record walkers (cluster/protocol/_record_*.c).
 # python3-dev: the headers of Debian's python3, which the venv is made from on a
 # fresh Debian; a pyenv Python (as on the dev machines) ships its own.
-DEBIAN_PACKAGES := zookeeper default-jre-headless kcat gcc python3-dev
+DEBIAN_PACKAGES := zookeeper default-jre-headless kcat gcc python3-dev openssh-server openssh-client iproute2 util-linux mount e2fsprogs # from openssh-server on: the SSH test hosts of tests/support/ssh_hosts.py
 STAMP := $(VENV)/.installed
 
 .PHONY: debian-packages setup demo test unit integration bench docs clean
