@@ -36,3 +36,23 @@ def assert_admin_api_refusal(done, *fragments) -> None:
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("kafkactl: error: ") and "not possible through the Admin API" in line, line
     assert all(f in line for f in fragments), line
+
+
+class Through:
+    """A module's CLI (support.local_cluster.Cli) with the cluster's addresses
+    for one back end appended (-z or -b); `status` is `cluster up -o json`."""
+
+    def __init__(self, cli, status: dict, backend: str) -> None:
+        self.cli, self.backend = cli, backend
+        self.bootstrap = status["bootstrap_servers"]
+        self.args = address_args(backend, status)
+
+    def __call__(self, *args, **kwargs):
+        return self.cli(*args, *self.args, **kwargs)
+
+    def ok(self, *args, **kwargs):
+        return self.cli.ok(*args, *self.args, **kwargs)
+
+    def t(self, name: str) -> str:
+        """A topic of this back end's own (both share the module's cluster)."""
+        return name if self.backend == "zookeeper" else f"{name}-b"

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from support.backends import BACKENDS
+from support.backends import BACKENDS, Through
 from support.local_cluster import CLI_TIMEOUT_S, KAFKACTL, cluster_up, consume, produce as produce_lines, zk_tree
 from support.waiting import wait_for
 
@@ -28,25 +28,6 @@ WAIT_S = 30
 def up(tmp_path_factory):
     with cluster_up(tmp_path_factory, 4) as (cli, _, status):
         yield cli, status
-
-
-class Through:
-    """The module's CLI with the cluster's addresses for one back end appended (-z or -b)."""
-
-    def __init__(self, cli, status, backend):
-        self.cli, self.backend = cli, backend
-        self.bootstrap = status["bootstrap_servers"]
-        self.args = ["-z", status["zookeeper"]] if backend == "zookeeper" else ["-b", status["bootstrap_servers"]]
-
-    def __call__(self, *args, **kwargs):
-        return self.cli(*args, *self.args, **kwargs)
-
-    def ok(self, *args, **kwargs):
-        return self.cli.ok(*args, *self.args, **kwargs)
-
-    def t(self, name):
-        """A topic of this back end's own (both share the module's cluster)."""
-        return name if self.backend == "zookeeper" else f"{name}-b"
 
 
 @pytest.fixture(params=BACKENDS)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from kafkactl.cluster.admin import broker_queries as bq
-from support.backends import BACKENDS, address_args
+from support.backends import BACKENDS, Through
 from support.local_cluster import cluster_up, consume as consume_records, produce as produce_lines, zk_tree
 
 
@@ -18,24 +18,6 @@ from support.local_cluster import cluster_up, consume as consume_records, produc
 def cluster(tmp_path_factory):
     with cluster_up(tmp_path_factory, 3) as (cli, _, status):
         yield cli, status
-
-
-class Through:
-    """The module's CLI with -z or -b and the cluster's address appended."""
-
-    def __init__(self, cli, status, backend):
-        self.cli, self.backend = cli, backend
-        self.args = address_args(backend, status)
-
-    def __call__(self, *args, **kwargs):
-        return self.cli(*args, *self.args, **kwargs)
-
-    def ok(self, *args, **kwargs):
-        return self.cli.ok(*args, *self.args, **kwargs)
-
-    def t(self, name):
-        """A topic of this back end's own (both share the module's cluster)."""
-        return name if self.backend == "zookeeper" else f"{name}-b"
 
 
 @pytest.fixture(params=BACKENDS)
