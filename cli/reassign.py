@@ -171,13 +171,8 @@ def execute(
         pending = _alter_log_dirs(addresses, wanted, zk_timeout_s) if wanted else {}
         start(client, targets, writes, zk_timeout_s)
         pending = _retry_log_dirs(addresses, pending, zk_timeout_s)
-        moving = ra.moving_partitions(current, targets)
-        result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
-                  "throttle_bytes_per_s": throttle,
-                  "throttled_entities": [e.entity_path for e in writes.changes],
-                  "log_dirs_named": len(wanted),
-                  "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
-                                       for (t, p, b), d in sorted(pending.items())]}
+        result = _started(current, targets, saved, throttle, [e.entity_path for e in writes.changes], wanted,
+                          pending)
         _announce_start(ctx, result, saved, plan, wait)
         if not wait:
             return
@@ -372,17 +367,24 @@ def _execute_admin(ctx, backend, plan: Path, entries, targets: dict, throttle: i
     admin.warn_not_live(throttles)
     admin.start_throttled(backend, targets, throttles, saved)
     pending = _retry_log_dirs(addresses, pending, deadline_s)
-    moving = ra.moving_partitions(current, targets)
-    result = {"partitions": len(targets), "moving": len(moving), "rollback_file": str(saved),
-              "throttle_bytes_per_s": throttle, "throttled_entities": list(throttles.entities),
-              "log_dirs_named": len(wanted),
-              "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
-                                   for (t, p, b), d in sorted(pending.items())]}
+    result = _started(current, targets, saved, throttle, list(throttles.entities), wanted, pending)
     _announce_start(ctx, result, saved, plan, wait)
     if not wait:
         return
     refine = _log_dir_refiner(addresses, wanted, deadline_s) if wanted else None
     report_wait(ctx, result, admin.wait_with_progress(ctx, backend, targets, refine), plan)
+
+
+def _started(current, targets, saved: Path, throttle: int | None, throttled_entities: list[str], wanted,
+             pending) -> dict:
+    """What `execute` reports once the move started, through either back end."""
+    from kafkactl.cluster.admin import reassignment as ra
+
+    return {"partitions": len(targets), "moving": len(ra.moving_partitions(current, targets)),
+            "rollback_file": str(saved), "throttle_bytes_per_s": throttle,
+            "throttled_entities": throttled_entities, "log_dirs_named": len(wanted),
+            "log_dirs_pending": [{"topic": t, "partition": p, "broker": b, "log_dir": d}
+                                 for (t, p, b), d in sorted(pending.items())]}
 
 
 def _announce_start(ctx, result: dict, saved: Path, plan: Path, wait: bool) -> None:
