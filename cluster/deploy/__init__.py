@@ -8,4 +8,6 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     config_keys        which broker_config / zookeeper_config keys are allowed (pure)
     media_probe        run on a host (stdlib only): a path's disks and media
     media              the probe's answers and each log dir's media (pure)
+    layout             where everything lives on a host (install and data roots)
+    render             the files written on a host: server.properties, zoo.cfg, services (pure)
 """
