@@ -10,4 +10,6 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     media              the probe's answers and each log dir's media (pure)
     layout             where everything lives on a host (install and data roots)
     render             the files written on a host: server.properties, zoo.cfg, services (pure)
+    host_facts         run on a host (stdlib only): python, java, releases, file checksums, dirs
+    host_plan          what an install changes on a host, from its facts (pure)
 """
