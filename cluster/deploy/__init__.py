@@ -12,4 +12,5 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     render             the files written on a host: server.properties, zoo.cfg, services (pure)
     host_facts         run on a host (stdlib only): python, java, releases, file checksums, dirs
     host_plan          what an install changes on a host, from its facts (pure)
+    rolling            the rolling restart's order and health gates (pure)
 """
