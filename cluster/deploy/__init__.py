@@ -13,4 +13,5 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     host_facts         run on a host (stdlib only): python, java, releases, file checksums, dirs
     host_plan          what an install changes on a host, from its facts (pure)
     rolling            the rolling restart's order and health gates (pure)
+    rolling_restart    the rolling restart's loop, over an injected cluster
 """
