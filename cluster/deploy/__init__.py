@@ -14,4 +14,7 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     host_plan          what an install changes on a host, from its facts (pure)
     rolling            the rolling restart's order and health gates (pure)
     rolling_restart    the rolling restart's loop, over an injected cluster
+    restart_policy     when the supervisor restarts a crashed service, when it gives up (pure)
+    supervisor_definitions  the supervisor's service definitions and pid records (pure)
+    supervisor         run on a host without systemd: starts, stops and watches a service
 """
