@@ -42,6 +42,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafkactl.cluster.deploy.restart_policy import HISTORY_LIMIT, RestartPolicy
@@ -50,7 +51,8 @@ SERVICE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 # The record's states; FAILED and STOPPED are only reported by `status`.
-STARTING, RUNNING, BACKOFF, STOPPING, FAILED, STOPPED = "starting", "running", "backoff", "stopping", "failed", "stopped"
+STARTING, RUNNING, BACKOFF, STOPPING = "starting", "running", "backoff", "stopping"
+FAILED, STOPPED = "failed", "stopped"
 FIELDS = ("service", "description", "argv", "cwd", "env", "log_file", "stop_timeout_s", "release", "restart")
 REQUIRED = ("argv", "cwd", "log_file", "stop_timeout_s", "release")
 RESTART_LIMITS = {   # field: (smallest, largest)
@@ -86,6 +88,19 @@ class Record:
     started_at: float | None   # unix s, when the current child started
     restarts: int
     state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    """The supervisor's files under its root (supervisor.py's module doc lists them)."""
+
+    root: Path
+
+    def definition(self, service: str) -> Path:
+        return self.root / "etc" / "services" / f"{service}.json"
+
+    def run(self, service: str, suffix: str) -> Path:
+        return self.root / "run" / f"{service}{suffix}"
 
 
 def check_service(name: str) -> str:
@@ -172,7 +187,8 @@ def _restart(value: Any, source: str) -> RestartPolicy:
             raise DefinitionError(f"{source}: restart.max_crashes: must be an integer, got {item!r}")
         numbers[key] = _number(item, source, f"restart.{key}", *RESTART_LIMITS[key])
     default = RestartPolicy()
-    if numbers.get("initial_backoff_s", default.initial_backoff_s) > numbers.get("max_backoff_s", default.max_backoff_s):
+    initial_s = numbers.get("initial_backoff_s", default.initial_backoff_s)
+    if initial_s > numbers.get("max_backoff_s", default.max_backoff_s):
         raise DefinitionError(f"{source}: restart.initial_backoff_s: must not exceed restart.max_backoff_s")
     return RestartPolicy(**numbers)
 

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+from kafkactl.cluster.deploy.layout import HostLayout
+from kafkactl.cluster.deploy.render import broker_service, zookeeper_service
 from kafkactl.cluster.deploy.restart_policy import RestartPolicy
 from kafkactl.cluster.deploy.supervisor_definitions import (
     Definition, DefinitionError, Record, check_service, describe_exit, parse_definition, parse_proc_stat,
@@ -77,6 +79,14 @@ def test_a_bad_field_is_named_in_one_line(changes, message):
 
 def test_the_fields_render_writes_are_accepted():
     assert parse(service="broker", description="kafkactl reference broker") == parse()
+
+
+def test_the_definitions_render_writes_parse():
+    layout, release = HostLayout(), "0.1.0-abcdef012345"
+    broker = parse_definition(broker_service(layout, release).to_json(), SOURCE, "broker")
+    assert broker.argv[0] == layout.python(release) and broker.release == release
+    zookeeper = zookeeper_service(layout, release, "/usr/bin/java", ["/usr/share/java/zookeeper.jar"])
+    assert parse_definition(zookeeper.to_json(), SOURCE, "zookeeper").cwd == layout.zookeeper_data_dir
 
 
 def test_not_json_and_not_an_object():
