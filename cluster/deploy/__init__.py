@@ -16,5 +16,6 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     rolling_restart    the rolling restart's loop, over an injected cluster
     restart_policy     when the supervisor restarts a crashed service, when it gives up (pure)
     supervisor_definitions  the supervisor's service definitions and pid records (pure)
+    supervisor_files   the supervisor's files and processes: atomic records, liveness, the lock
     supervisor         run on a host without systemd: starts, stops and watches a service
 """

@@ -2,49 +2,45 @@
 
 Run on the host as `python -m kafkactl.cluster.deploy.supervisor [--root R]
 COMMAND ...` (standard library and kafkactl only). Its files, under the root
-(default /opt/kafkactl); supervisor_definitions.py has their formats:
+(default /opt/kafkactl; supervisor_definitions.py has the formats):
 
     etc/services/<service>.json   the definition, written by the deployer
-    run/<service>.pid             the supervisor's record, rewritten atomically
-                                  (temporary file, rename, fsync of the directory)
-                                  whenever it changes; state starting (the first
-                                  child has not yet stayed up --settle-s),
-                                  running, backoff or stopping
-    run/<service>.running.json    the definition the supervisor runs with: when
-                                  it differs, a restart is pending
-    run/<service>.failed.json     why the supervisor gave up, with the log's
-                                  tail; `status` shows it, `start` clears it
+    run/<service>.pid             the record, rewritten atomically (temporary file,
+                                  rename, fsync of the directory) on every change;
+                                  state: starting (the first child has not yet
+                                  stayed up --settle-s), running, backoff, stopping
+    run/<service>.running.json    the definition it runs with: a changed one is a
+                                  pending restart
+    run/<service>.failed.json     why it gave up, with the log's tail (`start` clears it)
     run/<service>.lock            flock'd by start, stop and restart: one at a time
 
 A pid is alive only if /proc/PID/stat exists, is no zombie and has the
-recorded start time: a recycled pid is not the supervisor.
+recorded start time: a recycled pid is not the supervisor
+(supervisor_files.py: reading, atomic writing, liveness, the lock).
 
 Commands print one JSON object on stdout and exit 0 (done), 1 (failed) or 2
 (bad usage or definition):
 
-- `start SERVICE [--wait-s 10] [--settle-s 2]`: nothing if running.
-  Otherwise a double fork (setsid in between; stdin /dev/null, output to
-  log_file, cwd /) makes the supervisor, which starts the child in its own
-  process group, output appended to log_file after a "--- started" line.
-  `start` waits up to --wait-s for the child to stay up --settle-s. A child
-  that ends sooner is not restarted: the supervisor writes failed.json and
-  exits, and `start` exits 1 with the log's tail. A service that cannot
-  start is never left restarting in the background.
+- `start SERVICE [--wait-s 10] [--settle-s 2]`: nothing if running. Else a
+  double fork (setsid between; stdin /dev/null, output to log_file, cwd /)
+  makes the supervisor, which runs the child in its own process group with
+  its output appended to log_file after a "--- started" line; `start` waits
+  up to --wait-s for the child to stay up --settle-s. A child that ends
+  sooner is not restarted: the supervisor writes failed.json and exits, and
+  `start` exits 1 with the log's tail, leaving nothing running.
 - `stop SERVICE [--timeout-s N]`: SIGTERM to the supervisor, which passes it
-  to the child and SIGKILLs the child's process group after stop_timeout_s.
-  `stop` waits N s (default stop_timeout_s + STOP_MARGIN_S), then SIGKILLs
-  the supervisor and the group itself and says so.
-- `restart SERVICE`: stop, then start, under one lock; a broken definition
-  is refused before anything is stopped.
-- `status [SERVICE...]`: every service asked (default: all found).
+  to the child and SIGKILLs the child's process group after stop_timeout_s;
+  after N s (default stop_timeout_s + STOP_MARGIN_S) `stop` SIGKILLs both.
+- `restart SERVICE`: stop and start under one lock; a broken definition is
+  refused before anything stops. `status [SERVICE...]`: default all found.
 - `supervise SERVICE [--fork]`: the supervisor itself (`start` runs it).
 
 In the supervisor: SIGTERM and SIGINT stop, SIGHUP is ignored. A child that
-exits unasked is restarted when restart_policy.decide says, or given up on
-(failed.json). The child gets SIGTERM when the supervisor dies
-(PR_SET_PDEATHSIG), so it never runs on unsupervised; what remains of its
-process group when it exits is SIGKILLed, so no stray process keeps its
-ports. Every wait has a bound (constants below).
+exits unasked is restarted when restart_policy.decide says so, or given up
+on (failed.json). The child gets SIGTERM when the supervisor dies
+(PR_SET_PDEATHSIG): it never runs on unsupervised. What remains of its
+process group when it exits is SIGKILLed: no stray process keeps its ports.
+Every wait has a bound (the constants below).
 """
 
 from __future__ import annotations
@@ -52,191 +48,36 @@ from __future__ import annotations
 import argparse
 import collections
 import ctypes
-import fcntl
 import json
 import os
-import pwd
 import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from kafkactl.cluster.deploy.restart_policy import HISTORY_LIMIT, GiveUp, decide
 from kafkactl.cluster.deploy.supervisor_definitions import (
-    BACKOFF, FAILED, RUNNING, SERVICE_NAME, STARTING, STOPPED, STOPPING, Definition, DefinitionError, Record,
-    check_service, describe_exit, parse_definition, parse_proc_stat, parse_record, pending_restart, tail_lines,
+    BACKOFF, FAILED, RUNNING, SERVICE_NAME, STARTING, STOPPED, STOPPING, Definition, DefinitionError, Paths,
+    Record, check_service, describe_exit, parse_definition, pending_restart,
+)
+from kafkactl.cluster.deploy.supervisor_files import (
+    MAX_FILE_BYTES, POLL_S, SupervisorError, alive, append_log, child_env, kill, kill_group, load_definition, loads,
+    log_tail, process_start, read_json, read_record, read_small, remove, service_lock, wait_gone, write_atomic,
 )
 
 MODULE = "kafkactl.cluster.deploy.supervisor"
 DEFAULT_ROOT = "/opt/kafkactl"
-BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-MAX_FILE_BYTES = 1 << 20          # definitions and records are small: a bigger file is not ours
-LOG_TAIL_BYTES = 64 * 1024
 STOP_MARGIN_S = 10.0              # beyond stop_timeout_s: the supervisor's own SIGKILL and exit
 KILL_WAIT_S = 10.0                # for the kernel to end a SIGKILLed process
 SPAWN_TIMEOUT_S = 30.0            # for the forking process to report the supervisor's pid
 LOCK_TIMEOUT_S = 300.0            # default wait for another start/stop/restart of the service
 FALLBACK_STOP_TIMEOUT_S = 120.0   # when no definition can be read
-POLL_S = 0.05
 PR_SET_PDEATHSIG = 1
-
-
-class SupervisorError(RuntimeError):
-    """An operation on the host failed (lock held too long, no supervisor pid)."""
-
-
-# ---- files and processes ----
-
-@dataclass(frozen=True, slots=True)
-class Paths:
-    root: Path
-
-    def definition(self, service: str) -> Path:
-        return self.root / "etc" / "services" / f"{service}.json"
-
-    def run(self, service: str, suffix: str) -> Path:
-        return self.root / "run" / f"{service}{suffix}"
-
-
-def read_small(path: Path) -> str:
-    with open(path, "rb") as file:
-        data = file.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-    return data.decode("utf-8")
-
-
-def read_json(path: Path) -> Any:
-    """The parsed file, or None if it is missing or unreadable."""
-    try:
-        return json.loads(read_small(path))
-    except (OSError, ValueError):
-        return None
-
-
-def write_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w") as file:
-        json.dump(data, file, sort_keys=True)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    _sync_dir(path.parent)
-
-
-def remove(*paths: Path) -> None:
-    for path in paths:
-        path.unlink(missing_ok=True)
-    if paths:
-        _sync_dir(paths[0].parent)
-
-
-def _sync_dir(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def log_tail(log_file: str) -> list[str]:
-    try:
-        with open(log_file, "rb") as file:
-            file.seek(max(file.seek(0, os.SEEK_END) - LOG_TAIL_BYTES, 0))
-            return tail_lines(file.read(LOG_TAIL_BYTES))
-    except OSError as error:
-        return [f"(cannot read {log_file}: {error.strerror})"]
-
-
-def append_log(log_file: str, event: str, detail: str) -> None:
-    with open(log_file, "a") as file:
-        file.write(f"--- {event} {time.strftime('%Y-%m-%dT%H:%M:%S%z')} {detail}\n")
-
-
-def process_start(pid: int) -> int | None:
-    """The pid's start time (clock ticks after boot), None if gone or a zombie."""
-    try:
-        state, _, start = parse_proc_stat(read_small(Path(f"/proc/{pid}/stat")))
-    except (OSError, ValueError, IndexError):
-        return None
-    return None if state in ("Z", "X") else start
-
-
-def alive(pid: int | None, start: int | None) -> bool:
-    return pid is not None and pid > 0 and start is not None and process_start(pid) == start
-
-
-def wait_gone(pid: int, start: int | None, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while alive(pid, start):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
-
-
-def kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def read_record(paths: Paths, service: str) -> Record | None:
-    path = paths.run(service, ".pid")
-    try:
-        return parse_record(read_small(path), str(path))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):   # torn or foreign: nothing is alive by it, a new supervisor overwrites it
-        return None
-
-
-def load_definition(paths: Paths, service: str) -> tuple[Definition, Any]:
-    path = paths.definition(service)
-    try:
-        text = read_small(path)
-    except FileNotFoundError:
-        raise DefinitionError(f"{path}: no such file: service {service} is not defined") from None
-    except (OSError, ValueError) as error:
-        raise DefinitionError(f"{path}: cannot read: {error}") from None
-    return parse_definition(text, str(path), service), json.loads(text)
-
-
-def child_env(extra: Mapping[str, str]) -> dict[str, str]:
-    try:
-        home = pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        home = "/"
-    return {"PATH": BASE_PATH, "LANG": "C.UTF-8", "HOME": home, **extra}
-
-
-@contextmanager
-def service_lock(paths: Paths, service: str, timeout_s: float) -> Iterator[None]:
-    path = paths.run(service, ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise SupervisorError(f"{path}: another start/stop/restart of {service} "
-                                          f"held it for more than {timeout_s:g} s") from None
-                time.sleep(POLL_S)
-        yield
-    finally:
-        os.close(descriptor)
 
 
 # ---- the supervisor process ----
@@ -252,6 +93,9 @@ def _die_with_parent(parent_pid: int) -> Callable[[], None]:
 
 @dataclass
 class Supervisor:
+    """The running supervisor of one service. `monotonic` times the runs for
+    restart_policy; `wall` stamps the records (started_at, failed_at)."""
+
     paths: Paths
     service: str
     definition: Definition
@@ -265,7 +109,8 @@ class Supervisor:
     child_start: int | None = None
     started_at: float | None = None
     before_exec: Callable[[], None] | None = None
-    history: collections.deque[tuple[float, float]] = field(default_factory=lambda: collections.deque(maxlen=HISTORY_LIMIT))
+    history: collections.deque[tuple[float, float]] = field(
+        default_factory=lambda: collections.deque(maxlen=HISTORY_LIMIT))   # crashed runs: (started, exited)
 
     def run(self, running_copy: Any) -> int:
         for number in (signal.SIGTERM, signal.SIGINT):
@@ -442,7 +287,8 @@ def all_services(paths: Paths) -> list[str]:
     return sorted(name for name in names if SERVICE_NAME.fullmatch(name))
 
 
-def start(paths: Paths, service: str, definition: Definition, wait_s: float, settle_s: float) -> tuple[dict[str, Any], int]:
+def start(paths: Paths, service: str, definition: Definition, wait_s: float,
+          settle_s: float) -> tuple[dict[str, Any], int]:
     """With the service's lock held."""
     record = read_record(paths, service)
     if record is not None and alive(record.supervisor_pid, record.supervisor_start):
@@ -452,12 +298,11 @@ def start(paths: Paths, service: str, definition: Definition, wait_s: float, set
     remove(paths.run(service, ".failed.json"))
     Path(definition.log_file).parent.mkdir(parents=True, exist_ok=True)
     pid, reason = _spawn_supervisor(paths, service, settle_s, definition.log_file)
-    if pid is not None:
-        reason = _await_settled(paths, service, definition, pid, wait_s, settle_s)
-        if reason is None:
-            return {"service": service, "action": "started", "status": status(paths, service)}, 0
+    failure = reason if pid is None else _await_settled(paths, service, definition, pid, wait_s, settle_s)
+    if failure is None:
+        return {"service": service, "action": "started", "status": status(paths, service)}, 0
     remove(paths.run(service, ".pid"), paths.run(service, ".running.json"))
-    return {"service": service, "action": "failed", "error": reason, "log_tail": log_tail(definition.log_file)}, 1
+    return {"service": service, "action": "failed", "error": failure, "log_tail": log_tail(definition.log_file)}, 1
 
 
 def _await_settled(paths: Paths, service: str, definition: Definition, pid: int, wait_s: float,
@@ -469,19 +314,19 @@ def _await_settled(paths: Paths, service: str, definition: Definition, pid: int,
     while True:
         failed = read_json(paths.run(service, ".failed.json"))
         if isinstance(failed, dict) and failed.get("supervisor_pid") == pid:
-            if not wait_gone(pid, supervisor_start, STOP_MARGIN_S):
-                _stop_running(paths, service, Record(pid, supervisor_start or 0, None, None, "", None, 0, FAILED), 0)
+            if not wait_gone(pid, supervisor_start, STOP_MARGIN_S):   # its child has exited already
+                kill(pid, supervisor_start)
             return str(failed.get("reason"))
         record = read_record(paths, service)
-        ours = record is not None and record.supervisor_pid == pid
-        if ours and record is not None and record.state != STARTING:
+        if record is not None and record.supervisor_pid != pid:
+            record = None
+        if record is not None and record.state != STARTING:
             return None
         if not alive(pid, supervisor_start):
             return "the supervisor ended without a report (see log_tail)"
         if time.monotonic() >= deadline:
-            mine = record if ours and record is not None else Record(pid, supervisor_start or 0, None, None, "", None,
-                                                                     0, STARTING)
-            _stop_running(paths, service, mine, definition.stop_timeout_s + STOP_MARGIN_S)
+            starting = Record(pid, supervisor_start or 0, None, None, "", None, 0, STARTING)
+            _stop_running(paths, service, record or starting, definition.stop_timeout_s + STOP_MARGIN_S)
             return f"did not stay up {settle_s:g} s within {wait_s:g} s (--wait-s); stopped it"
         time.sleep(POLL_S)
 
@@ -499,14 +344,12 @@ def _spawn_supervisor(paths: Paths, service: str, settle_s: float, log_file: str
         forker.kill()
         forker.wait()
         return None, f"the supervisor did not report its pid within {SPAWN_TIMEOUT_S:g} s"
-    try:
-        reported = json.loads(output[:MAX_FILE_BYTES])
-    except ValueError:
-        reported = None
-    if isinstance(reported, dict) and isinstance(reported.get("supervisor_pid"), int):
+    reported = loads(output[:MAX_FILE_BYTES])
+    if not isinstance(reported, dict):
+        return None, "the supervisor did not start (see log_tail)"
+    if isinstance(reported.get("supervisor_pid"), int):
         return reported["supervisor_pid"], ""
-    error = reported.get("error") if isinstance(reported, dict) else None
-    return None, f"the supervisor did not start: {error or 'see log_tail'}"
+    return None, f"the supervisor did not start: {reported.get('error')}"
 
 
 def stop(paths: Paths, service: str, timeout_s: float | None) -> tuple[dict[str, Any], int]:
@@ -527,8 +370,7 @@ def _stop_running(paths: Paths, service: str, record: Record, timeout_s: float) 
     if wait_gone(record.supervisor_pid, record.supervisor_start, timeout_s):
         return {"action": "stopped"}
     latest = read_record(paths, service) or record   # its child may have been restarted since
-    if alive(record.supervisor_pid, record.supervisor_start):
-        os.kill(record.supervisor_pid, signal.SIGKILL)
+    kill(record.supervisor_pid, record.supervisor_start)
     if latest.child_pid is not None and alive(latest.child_pid, latest.child_start):
         kill_group(latest.child_pid)
     wait_gone(record.supervisor_pid, record.supervisor_start, KILL_WAIT_S)
@@ -612,8 +454,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any] | None, int]:
             return start(paths, service, definition, args.wait_s, args.settle_s)
         stopped, _ = stop(paths, service, args.timeout_s)
         started, code = start(paths, service, definition, args.wait_s, args.settle_s)
-        return {"service": service, "action": "restarted" if code == 0 else "failed",
-                "stop": stopped, "start": started}, code
+        return {**started, "action": "restarted" if code == 0 else "failed", "stop": stopped,
+                "start": started["action"]}, code
 
 
 def main(argv: list[str] | None = None) -> int:
