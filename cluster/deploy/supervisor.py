@@ -235,6 +235,7 @@ class Supervisor:
 
 def supervise(paths: Paths, service: str, settle_s: float, fork: bool) -> int:
     definition, document = load_definition(paths, service)
+    Path(definition.log_file).parent.mkdir(parents=True, exist_ok=True)
     if fork:
         _daemonize()
     return Supervisor(paths, service, definition, settle_s).run(document)
@@ -271,9 +272,9 @@ def status(paths: Paths, service: str) -> dict[str, Any]:
     if failed:
         result["failure"] = failed
     if running and record is not None:
+        uptime_s = None if record.started_at is None else round(max(time.time() - record.started_at, 0.0), 3)
         result.update(pid=record.supervisor_pid, child_pid=record.child_pid, release=record.release,
-                      restarts=record.restarts, state=record.state,
-                      uptime_s=None if record.started_at is None else round(time.time() - record.started_at, 3),
+                      restarts=record.restarts, state=record.state, uptime_s=uptime_s,
                       pending_restart=pending_restart(read_json(paths.definition(service)),
                                                       read_json(paths.run(service, ".running.json"))))
     return result
