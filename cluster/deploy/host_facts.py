@@ -5,7 +5,7 @@ like media_probe.py, so it imports only the standard library, keeps to
 Python 3.6's language, and always prints one JSON document (an unreadable
 fact is null, never an exception):
 
-    {"version": 1, "hostname": ..., "machine": "x86_64",
+    {"version": 1, "hostname": ..., "machine": "x86_64", "glibc": "2.36",
      "python": {"executable": ..., "version": "3.11.2", "venv": true},
      "systemd": false, "java": "/usr/bin/java",
      "jars": {"/usr/share/java/zookeeper.jar": true, ...},
@@ -72,6 +72,15 @@ def python_facts():
     except (OSError, subprocess.SubprocessError):
         pass
     return facts
+
+
+def glibc_version():
+    """e.g. "2.36"; null on a host whose C library is not glibc (musl)."""
+    try:
+        library, version = platform.libc_ver()
+    except (OSError, ValueError):
+        return None
+    return version if library == "glibc" and version else None
 
 
 def systemd_is_init():
@@ -141,6 +150,7 @@ def facts(request):
         "version": VERSION,
         "hostname": socket.gethostname(),
         "machine": platform.machine(),
+        "glibc": glibc_version(),
         "python": python_facts(),
         "systemd": systemd_is_init(),
         "java": shutil.which("java"),

@@ -54,7 +54,7 @@ class Release:
     name: str
     files: tuple[tuple[str, str, int], ...]
     manifest: str                                  # SHA256SUMS: "sha256  name" lines
-    compatible: Callable[[str, str], str | None]   # (python version, machine) -> problem or None
+    compatible: Callable[[str, str, str | None], str | None]   # (python, machine, glibc) -> problem or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +184,7 @@ def _prerequisite_problems(name: str, facts: Mapping[str, Any], release: Release
     elif not python.get("venv"):
         problems.append(f"host {name}: python3 {version} has no venv module (Debian: apt install python3-venv)")
     else:
-        mismatch = release.compatible(version, str(facts.get("machine")))
+        mismatch = release.compatible(version, str(facts.get("machine")), facts.get("glibc"))
         if mismatch:
             problems.append(f"host {name}: {mismatch}")
     if zookeeper:

@@ -35,7 +35,7 @@ LAYOUT = HostLayout()
 
 def release(problem=None):
     return Release(NEW, (("kafkactl-0.2.0-cp311.whl", "ab" * 32, 2_000_000), ("kio.whl", "cd" * 32, 500_000)),
-                   "", lambda version, machine: problem)
+                   "", lambda version, machine, glibc: problem)
 
 
 def inventory():
