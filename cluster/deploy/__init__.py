@@ -14,4 +14,7 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     host_plan          what an install changes on a host, from its facts (pure)
     rolling            the rolling restart's order and health gates (pure)
     rolling_restart    the rolling restart's loop, over an injected cluster
+    known_hosts        OpenSSH's known_hosts: read, fingerprints, trust-on-first-use append
+    ssh                connect(): one host's SSH session (commands, files), paramiko
+    parallel           on_hosts(): work on many hosts at once, a bounded thread pool
 """
