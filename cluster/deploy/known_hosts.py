@@ -16,6 +16,8 @@
   the file did not end with one.
 - Every lock wait is bounded (`lock_timeout_s`); the file is read up to
   MAX_KNOWN_HOSTS_BYTES.
+- A refused key's message (unknown, mismatch, revoked) names the key by
+  type and fingerprint and says how to go on safely.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import base64
 import fcntl
 import hashlib
 import os
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,3 +155,24 @@ def record_host_key(path: Path, address: str, port: int, key_type: str, key_base
             return True
     except OSError as error:
         raise KnownHostsError(f"{path}: {error.strerror or error}") from error
+
+
+# ---------------------------------------------------------------- what a refusal says
+
+def unknown_key_message(address: str, port: int, key: paramiko.PKey, known_hosts: Path) -> str:
+    return (f"host key {describe_key(key)} is not in {known_hosts}: refused. If that is the host's key "
+            f"(`ssh-keygen -lf` of its /etc/ssh/ssh_host_*_key.pub shows it), run again with "
+            f"--trust-on-first-use, or add it with `ssh-keyscan -p {port} {address} >> {known_hosts}`")
+
+
+def mismatch_message(address: str, port: int, offered: paramiko.PKey, recorded: paramiko.PKey,
+                     known_hosts: Path) -> str:
+    name = known_hosts_name(address, port)
+    return (f"host key {describe_key(offered)} is not the key {known_hosts} records for {name} "
+            f"({describe_key(recorded)}): refused. Someone may be intercepting the connection; if the host "
+            f"was re-installed, check its new key and remove the old one with "
+            f"`ssh-keygen -R {shlex.quote(name)} -f {known_hosts}`")
+
+
+def revoked_message(key: paramiko.PKey, known_hosts: Path) -> str:
+    return f"host key {describe_key(key)} is marked @revoked in {known_hosts}: refused"

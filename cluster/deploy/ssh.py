@@ -53,6 +53,7 @@ import collections
 import contextlib
 import hashlib
 import io
+import logging
 import posixpath
 import re
 import select
@@ -69,8 +70,8 @@ from paramiko.ssh_exception import NoValidConnectionsError
 
 from kafkactl.cluster.deploy.inventory import Connection
 from kafkactl.cluster.deploy.known_hosts import (
-    KnownHosts, KnownHostsConflict, KnownHostsError, describe_key, known_hosts_name, read_known_hosts,
-    record_host_key,
+    KnownHosts, KnownHostsConflict, KnownHostsError, describe_key, mismatch_message, read_known_hosts,
+    record_host_key, revoked_message, unknown_key_message,
 )
 
 KEEPALIVE_INTERVAL_S = 15
@@ -83,6 +84,11 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TRANSPORT_ERRORS = (paramiko.SSHException, OSError, EOFError)
 
 Clock = Callable[[], float]
+
+# paramiko logs a failed handshake with its traceback; without a handler of
+# the program's, Python's last-resort handler would print that to stderr
+# next to the one-line SshError. The program's own handlers still get it.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
@@ -199,9 +205,9 @@ class OutputBuffer:
     def text(self) -> str:
         tail = b"".join(self._tail)[-self._tail_limit:] if self._tail_limit else b""
         dropped = self.total - len(self._head) - len(tail)
+        if not dropped:   # one piece: a character may span head and tail
+            return (bytes(self._head) + tail).decode(errors="replace")
         head = self._head.decode(errors="replace")
-        if not dropped:
-            return head + tail.decode(errors="replace")
         marker = f"\n[kafkactl: {dropped} bytes of output dropped here, over max_output_bytes={self.limit}]\n"
         return head + marker + tail.decode(errors="replace")
 
@@ -218,10 +224,10 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         file = self.options.known_hosts
         if key.asbytes() in self.known.revoked:
-            raise HostKeyMismatch(self.name, self.connection,
-                                  f"host key {describe_key(key)} is marked @revoked in {file}: refused")
+            raise HostKeyMismatch(self.name, self.connection, revoked_message(key, file))
         if not self.options.trust_on_first_use:
-            raise HostKeyUnknown(self.name, self.connection, unknown_key_message(self.connection, key, file))
+            raise HostKeyUnknown(self.name, self.connection,
+                                 unknown_key_message(self.connection.address, self.connection.port, key, file))
         try:
             record_host_key(file, self.connection.address, self.connection.port, key.get_name(),
                             key.get_base64(), self.options.connect_timeout_s)
@@ -231,22 +237,6 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
                                   f"{conflict}: refused") from conflict
         except KnownHostsError as error:
             raise SshError(self.name, self.connection, f"cannot record the host key: {error}") from error
-
-
-def unknown_key_message(connection: Connection, key: paramiko.PKey, known_hosts: Path) -> str:
-    address, port = connection.address, connection.port
-    return (f"host key {describe_key(key)} is not in {known_hosts}: refused. If that is the host's key "
-            f"(`ssh-keygen -lf` of its /etc/ssh/ssh_host_*_key.pub shows it), run again with "
-            f"--trust-on-first-use, or add it with `ssh-keyscan -p {port} {address} >> {known_hosts}`")
-
-
-def mismatch_message(connection: Connection, offered: paramiko.PKey, recorded: paramiko.PKey,
-                     known_hosts: Path) -> str:
-    name = known_hosts_name(connection.address, connection.port)
-    return (f"host key {describe_key(offered)} is not the key {known_hosts} records for {name} "
-            f"({describe_key(recorded)}): refused. Someone may be intercepting the connection; if the host "
-            f"was re-installed, check its new key and remove the old one with "
-            f"`ssh-keygen -R {shlex.quote(name)} -f {known_hosts}`")
 
 
 # ---------------------------------------------------------------- connecting
@@ -280,6 +270,10 @@ def connect(name: str, connection: Connection, options: SshOptions, *, clock: Cl
     if transport is None:   # connect() returned, so paramiko made one
         client.close()
         raise SshError(name, connection, "paramiko returned no transport")
+    key = transport.get_remote_server_key()
+    if key.asbytes() in known.revoked:   # also recorded as the host's: @revoked wins, as in OpenSSH
+        client.close()
+        raise HostKeyMismatch(name, connection, revoked_message(key, options.known_hosts))
     transport.set_keepalive(KEEPALIVE_INTERVAL_S)
     return HostSession(name, connection, options, client, clock)
 
@@ -288,12 +282,13 @@ def connect_error(name: str, connection: Connection, options: SshOptions, error:
                   handshake_done: bool) -> SshError:
     """The SshError for what paramiko or the socket raised while connecting."""
     if isinstance(error, paramiko.BadHostKeyException):
-        return HostKeyMismatch(name, connection,
-                               mismatch_message(connection, error.key, error.expected_key, options.known_hosts))
+        return HostKeyMismatch(name, connection, mismatch_message(connection.address, connection.port, error.key,
+                                                                  error.expected_key, options.known_hosts))
     how = (f"key file {connection.key_file}" if connection.key_file
            else "the SSH agent's keys and the default key files")
     if isinstance(error, paramiko.AuthenticationException):
-        return AuthenticationFailed(name, connection, f"user {connection.user} was refused with {how}: {reason(error)}")
+        return AuthenticationFailed(name, connection,
+                                    f"user {connection.user} was refused with {how}: {reason(error)}")
     if isinstance(error, socket.gaierror):
         return Unreachable(name, connection, f"cannot resolve {connection.address}: {reason(error)}")
     if isinstance(error, TimeoutError):
@@ -306,8 +301,8 @@ def connect_error(name: str, connection: Connection, options: SshOptions, error:
     if handshake_done:   # the host's key was checked: what failed is logging in
         return AuthenticationFailed(name, connection, f"user {connection.user} could not log in with {how}: "
                                                       f"{reason(error)}")
-    return Unreachable(name, connection, f"no SSH session within {options.connect_timeout_s:g} s: "
-                                         f"{reason(error)}")
+    return Unreachable(name, connection, f"no SSH handshake within {options.connect_timeout_s:g} s "
+                                         f"({reason(error)})")
 
 
 # ---------------------------------------------------------------- a command's channel
@@ -358,9 +353,14 @@ def pump(channel: Any, data: bytes, stdout: OutputBuffer, stderr: OutputBuffer, 
             if channel.closed or channel.exit_status_ready():
                 sent = len(data)   # the command is gone: the rest has no reader
             elif channel.send_ready():
-                sent += channel.send(data[sent:sent + CHUNK_BYTES])
+                try:
+                    sent += channel.send(data[sent:sent + CHUNK_BYTES])
+                except OSError:
+                    if not channel.closed:
+                        raise
+                    sent = len(data)   # closed since the look above: as before
                 moved = True
-                if sent == len(data):
+                if sent == len(data) and not channel.closed:
                     channel.shutdown_write()
         if channel.recv_ready():
             stdout.add(channel.recv(CHUNK_BYTES))
@@ -417,6 +417,13 @@ class HostSession:
     def _error(self, kind: type[SshError], problem: str) -> SshError:
         return kind(self.name, self.connection, problem)
 
+    def _timeout_s(self, timeout_s: float | None) -> float:
+        if timeout_s is None:
+            return self.options.command_timeout_s
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s: must be > 0, not {timeout_s!r}")
+        return timeout_s
+
     def _open_channel(self, timeout_s: float, what: str) -> paramiko.Channel:
         transport = None if self._closed else self._client.get_transport()
         if transport is None or not transport.is_active():
@@ -431,7 +438,7 @@ class HostSession:
     def run(self, command: str, *, input: bytes | str | None = None, timeout_s: float | None = None,
             check: bool = True) -> CommandResult:
         """Runs `command` with the remote user's shell; see the module doc."""
-        timeout_s = self.options.command_timeout_s if timeout_s is None else timeout_s
+        timeout_s = self._timeout_s(timeout_s)
         data = input.encode() if isinstance(input, str) else (input or b"")
         deadline = self._clock() + timeout_s
         shown = f"`{shorten_command(command)}`"
@@ -480,7 +487,9 @@ class HostSession:
         """The file's content; None when it does not exist. TransferFailed when
         it is over max_bytes (a cut file would be read as a whole one)."""
         check_remote_path(remote_path)
-        timeout_s = self.options.command_timeout_s if timeout_s is None else timeout_s
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes: must be >= 0, not {max_bytes!r}")
+        timeout_s = self._timeout_s(timeout_s)
         deadline = self._clock() + timeout_s
 
         def read(sftp: paramiko.SFTPClient) -> bytes | None:
@@ -502,7 +511,7 @@ class HostSession:
             raise ValueError(f"sha256 {sha256!r}: 64 lowercase hex digits")
         if not 0 <= mode <= 0o7777:
             raise ValueError(f"mode {mode:o}: a permission mode, 0..7777 octal")
-        timeout_s = self.options.command_timeout_s if timeout_s is None else timeout_s
+        timeout_s = self._timeout_s(timeout_s)
         deadline = self._clock() + timeout_s
         state = self._file_state(remote_path, deadline, timeout_s, what)
         if state is not None and state[0] == sha256:

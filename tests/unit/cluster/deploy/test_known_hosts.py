@@ -36,7 +36,8 @@ def test_the_host_field_names_the_port_only_when_it_is_not_22():
     assert known_hosts_name("10.0.0.5", 2222) == "[10.0.0.5]:2222"
     assert known_hosts_name("kafka-1.example.com", 22) == "kafka-1.example.com"
     assert known_hosts_name("fd00::5", 2222) == "[fd00::5]:2222"
-    assert known_hosts_line("10.0.0.5", 2222, "ssh-ed25519", ED25519[1]) == f"[10.0.0.5]:2222 ssh-ed25519 {ED25519[1]}\n"
+    assert known_hosts_line("10.0.0.5", 2222, "ssh-ed25519", ED25519[1]) == \
+        f"[10.0.0.5]:2222 ssh-ed25519 {ED25519[1]}\n"
     assert known_hosts_line("10.0.0.5", 22, "ssh-ed25519", ED25519[1]) == f"10.0.0.5 ssh-ed25519 {ED25519[1]}\n"
 
 

@@ -9,11 +9,11 @@ import pytest
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from kafkactl.cluster.deploy.inventory import Connection
-from kafkactl.cluster.deploy.known_hosts import fingerprint_sha256
+from kafkactl.cluster.deploy.known_hosts import fingerprint_sha256, unknown_key_message
 from kafkactl.cluster.deploy.ssh import (
     POLL_INTERVAL_S, AuthenticationFailed, CommandResult, HostKeyMismatch, OutputBuffer, SshError, SshOptions,
     Unreachable, check_remote_path, connect_error, failure_message, output_tail, pump, shell_join,
-    shorten_command, unknown_key_message,
+    shorten_command,
 )
 
 CONNECTION = Connection("10.0.0.5", 2222, "deploy", "/keys/deploy")
@@ -47,7 +47,7 @@ def test_a_long_command_is_shortened_to_one_line():
 
 def test_the_unknown_key_message_gives_the_fingerprint_and_both_ways_to_accept_it():
     key = paramiko.ECDSAKey.generate()
-    message = unknown_key_message(CONNECTION, key, Path("/k/known_hosts"))
+    message = unknown_key_message("10.0.0.5", 2222, key, Path("/k/known_hosts"))
     assert f"host key ecdsa-sha2-nistp256 {fingerprint_sha256(key.asbytes())} is not in /k/known_hosts" in message
     assert "--trust-on-first-use" in message
     assert "`ssh-keyscan -p 2222 10.0.0.5 >> /k/known_hosts`" in message
@@ -86,8 +86,8 @@ def test_a_refused_login_names_the_user_and_the_key():
     (socket.gaierror(-2, "Name or service not known"), "cannot resolve 10.0.0.5: Name or service not known"),
     (OSError(113, "No route to host"), "cannot connect: No route to host"),
     (paramiko.SSHException("Error reading SSH protocol banner"),
-     "no SSH session within 3 s: Error reading SSH protocol banner"),
-    (EOFError(), "no SSH session within 3 s: EOFError"),
+     "no SSH handshake within 3 s (Error reading SSH protocol banner)"),
+    (EOFError(), "no SSH handshake within 3 s (EOFError)"),
 ])
 def test_a_host_that_cannot_be_reached_is_unreachable(raised, problem):
     error = connect_error("kafka-1", CONNECTION, OPTIONS, raised, False)
@@ -124,6 +124,12 @@ def test_output_under_the_limit_is_kept_whole():
     for chunk in (b"abc", b"", b"defghij"):
         buffer.add(chunk)
     assert buffer.text() == "abcdefghij"
+
+
+def test_output_under_the_limit_keeps_a_character_split_between_head_and_tail():
+    buffer = OutputBuffer(4)     # head "a" and the first byte of "é", tail its second byte and "b"
+    buffer.add("aéb".encode())
+    assert buffer.text() == "aéb"
 
 
 @pytest.mark.parametrize("chunks", [[b"abcdefghijklmnop"], [bytes([c]) for c in b"abcdefghijklmnop"],
