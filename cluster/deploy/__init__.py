@@ -18,4 +18,10 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     supervisor_definitions  the supervisor's service definitions and pid records (pure)
     supervisor_files   the supervisor's files and processes: atomic records, liveness, the lock
     supervisor         run on a host without systemd: starts, stops and watches a service
+    known_hosts        OpenSSH's known_hosts: read, fingerprints, trust-on-first-use append
+    ssh                connect(): one host's SSH session (commands, files), paramiko
+    parallel           on_hosts(): work on many hosts at once, a bounded thread pool
+    install            plan and install over SSH: facts in, steps out (the shell of host_plan)
+    services           start, stop, status of a host's services: the supervisor or systemd
+    operations         every deploy command over the hosts of an inventory (control side)
 """
