@@ -7,7 +7,9 @@ PYTHON := $(VENV)/bin/python
 # gcc and python3-dev build the C record walkers (cluster/protocol/_record_*.c).
 # python3-dev: the headers of Debian's python3, which the venv is made from on a
 # fresh Debian; a pyenv Python (as on the dev machines) ships its own.
-DEBIAN_PACKAGES := zookeeper default-jre-headless kcat gcc python3-dev openssh-server openssh-client iproute2 util-linux mount e2fsprogs # from openssh-server on: the SSH test hosts of tests/support/ssh_hosts.py
+# python3-venv: Debian's python3 makes venvs with it (this one, and the "host" of
+# tests/integration/deploy/test_wheelhouse.py that installs from a wheelhouse).
+DEBIAN_PACKAGES := zookeeper default-jre-headless kcat gcc python3-dev python3-venv openssh-server openssh-client iproute2 util-linux mount e2fsprogs # from openssh-server on: the SSH test hosts of tests/support/ssh_hosts.py
 STAMP := $(VENV)/.installed
 
 .PHONY: debian-packages setup demo test unit integration bench docs clean
@@ -27,7 +29,7 @@ debian-packages:
 
 $(STAMP): pyproject.toml $(wildcard cluster/protocol/_*.c cluster/protocol/_*.h)
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
-	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[all,test]'
 	@touch $(STAMP)
 
 demo: setup

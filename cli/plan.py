@@ -3,7 +3,8 @@
 A noun that is a single command (`kafkactl plan --snapshot DIR --out DIR`):
 it exposes `command`, which cli/main.py registers on the root app, rather
 than a typer app of subcommands. PySpark and matplotlib are imported only
-when it runs.
+when it runs, and only after checking they are installed: they are the
+`planner` extra (cli/extras.py), which a broker host's install lacks.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def command(
     write the plan (Kafka's reassignment JSON, for `kafkactl reassign
     execute`) with a report. Exit 1, writing nothing, when a hard constraint
     cannot be met; exit 2 on a bad option or snapshot."""
+    from kafkactl.cli.extras import PLANNER_MODULES, require
+
+    require(PLANNER_MODULES, extra="planner", what="the planner")
     from kafkactl.planner import job
 
     if not master.strip():

@@ -24,4 +24,5 @@ One Ansible YAML inventory describes the cluster for `kafkactl deploy` and
     install            plan and install over SSH: facts in, steps out (the shell of host_plan)
     services           start, stop, status of a host's services: the supervisor or systemd
     operations         every deploy command over the hosts of an inventory (control side)
+    wheelhouse         the wheels of the core install a host gets: build_wheelhouse, load_wheelhouse
 """
