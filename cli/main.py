@@ -24,7 +24,7 @@ from kafkactl.cli.options import SharedOptions, lift_shared_options, merge
 
 PROG = "kafkactl"
 NOUNS = ("cluster", "context", "topics", "isr", "brokers", "controller", "reassign", "elect", "configs",
-         "metrics", "plan", "groups")
+         "metrics", "plan", "groups", "deploy")
 
 app = typer.Typer(
     name=PROG,

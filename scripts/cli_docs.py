@@ -35,10 +35,18 @@ class Example:
     exit_code: int = 0
     note: str = ""                        # one line shown above the example
     stdin: str | None = None
+    shown_only: bool = False              # not run here: it needs what the story has not (SSH hosts)
 
 
-def example(*argv: str, exit_code: int = 0, note: str = "", stdin: str | None = None) -> Example:
-    return Example(tuple(argv), exit_code, note, stdin)
+def example(*argv: str, exit_code: int = 0, note: str = "", stdin: str | None = None,
+            shown_only: bool = False) -> Example:
+    return Example(tuple(argv), exit_code, note, stdin, shown_only)
+
+
+def deploy_example(*argv: str, note: str = "") -> Example:
+    """`kafkactl deploy ...`: shown, not run (it needs real hosts over SSH;
+    tests/integration/deploy/test_deploy.py runs each of them)."""
+    return example("deploy", *argv, note=note, shown_only=True)
 
 
 PLAN = str(WORK / "plan.json")
@@ -117,6 +125,16 @@ EXAMPLES: list[Example] = [
     example("topics", "delete", "audit", "--yes", "--wait"),
     example("context", "delete", "prod"),
     example("cluster", "down", "--purge"),
+    deploy_example("wheelhouse", note="Deploying onto hosts over SSH (docs/deploy.md). These examples are shown, "
+                   "not run: they need hosts; tests/integration/deploy runs each against real sshd hosts."),
+    deploy_example("plan", "-i", "inventory.yml"),
+    deploy_example("install", "-i", "inventory.yml"),
+    deploy_example("start", "-i", "inventory.yml"),
+    deploy_example("status", "-i", "inventory.yml", "-o", "json"),
+    deploy_example("rolling-restart", "-i", "inventory.yml"),
+    deploy_example("restart", "-i", "inventory.yml", "--host", "kafka-2"),
+    deploy_example("stop", "-i", "inventory.yml"),
+    deploy_example("uninstall", "-i", "inventory.yml", "--purge-data", "--yes"),
 ]
 
 # What operators coming from Kafka's scripts type instead.
@@ -260,6 +278,9 @@ def run_examples() -> list[tuple[Example, str]]:
     ran = []
     try:
         for item in EXAMPLES:
+            if item.shown_only:
+                ran.append((item, ""))
+                continue
             if item.argv[:2] == ("reassign", "execute"):
                 _produce(env)
             if item.argv[:2] == ("elect", "preferred") and "--plan" in item.argv:
@@ -343,7 +364,8 @@ def render(ran: list[tuple[Example, str]]) -> str:
         for item, output in by_path.get(path, []):
             if item.note:
                 parts += [item.note, ""]
-            parts += ["```console", f"$ kafkactl {_quoted(item.argv)}", *_cut(output).splitlines(), "```", ""]
+            lines = _cut(output).splitlines() if output else []
+            parts += ["```console", f"$ kafkactl {_quoted(item.argv)}", *lines, "```", ""]
     return "\n".join(parts)
 
 

@@ -271,13 +271,14 @@ def _desired_files(inventory: Inventory, broker: BrokerHost | None, zookeeper: Z
     if zookeeper is not None:
         jars = (facts or {}).get("jars") or {}
         classpath = [ZOOKEEPER_CONF_DIR, ZOOKEEPER_JAR, *([SLF4J_BINDING] if jars.get(SLF4J_BINDING) else [])]
-        files.append((layout.zoo_cfg, render.zoo_cfg(inventory, zookeeper, layout).encode(), SHARED))
+        zoo_cfg = render.zoo_cfg(inventory, zookeeper, layout)
+        files.append((layout.zoo_cfg, zoo_cfg.encode(), SHARED))
         files.append((layout.myid, render.myid(zookeeper).encode(), SHARED))
-        definitions.append(render.zookeeper_service(layout, release, java, classpath))
+        definitions.append(render.zookeeper_service(layout, release, java, classpath, zoo_cfg))
     if broker is not None:
-        content = render.server_properties(inventory, broker, media).encode() if media is not None else b""
-        files.append((layout.server_properties, content, PRIVATE))
-        definitions.append(render.broker_service(layout, release))
+        properties = render.server_properties(inventory, broker, media) if media is not None else ""
+        files.append((layout.server_properties, properties.encode(), PRIVATE))
+        definitions.append(render.broker_service(layout, release, properties))
     for definition in definitions:
         files.append((layout.service_definition(definition.service), definition.to_json().encode(), SHARED))
         if systemd:

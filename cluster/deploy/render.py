@@ -17,11 +17,15 @@ two); change both together.
 - `myid`: the host's zookeeper_id.
 - `broker_service`, `zookeeper_service`: how to run each service, for the
   deploy's own supervisor (JSON, supervisor.py reads it) and as a systemd
-  unit (`systemd_unit`), from one `ServiceDefinition`.
+  unit (`systemd_unit`), from one `ServiceDefinition`. Its environment
+  holds the SHA-256 of the config file the service reads
+  (KAFKACTL_CONFIG_SHA256), so a config change is a definition change,
+  which `deploy status` shows as a pending restart.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -52,6 +56,7 @@ ZOOKEEPER_JVM_OPTIONS = ("-Xms512m", "-Xmx512m")
 BROKER_STOP_TIMEOUT_S = 180
 ZOOKEEPER_STOP_TIMEOUT_S = 30
 OPEN_FILES_LIMIT = 1_048_576
+CONFIG_DIGEST_VARIABLE = "KAFKACTL_CONFIG_SHA256"
 
 
 def zookeeper_connect(inventory: Inventory) -> str:
@@ -132,23 +137,34 @@ class ServiceDefinition:
         return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
-def broker_service(layout: HostLayout, release: str) -> ServiceDefinition:
+def config_env(config_text: str) -> dict[str, str]:
+    """The service's environment: the SHA-256 of the config file it reads.
+
+    Only so that a changed config changes the service definition: the
+    supervisor (and systemd) tell a pending restart by the definition
+    differing from the one the service was started with."""
+    return {CONFIG_DIGEST_VARIABLE: hashlib.sha256(config_text.encode()).hexdigest()}
+
+
+def broker_service(layout: HostLayout, release: str, config_text: str) -> ServiceDefinition:
+    """`config_text`: the server.properties the broker will read."""
     return ServiceDefinition(
         service=BROKER, description="kafkactl reference broker",
         argv=(layout.python(release), "-m", "kafkactl.cluster.broker", layout.server_properties),
         cwd=layout.data_root, log_file=layout.service_log(BROKER),
-        stop_timeout_s=BROKER_STOP_TIMEOUT_S, release=release,
+        stop_timeout_s=BROKER_STOP_TIMEOUT_S, release=release, env=config_env(config_text),
     )
 
 
-def zookeeper_service(layout: HostLayout, release: str, java: str, classpath: Sequence[str]) -> ServiceDefinition:
-    """`java` and `classpath` as found on the host (host_facts.py)."""
+def zookeeper_service(layout: HostLayout, release: str, java: str, classpath: Sequence[str],
+                      config_text: str) -> ServiceDefinition:
+    """`java` and `classpath` as found on the host (host_facts.py); `config_text`: its zoo.cfg."""
     return ServiceDefinition(
         service=ZOOKEEPER, description="ZooKeeper server for kafkactl",
         argv=(java, *ZOOKEEPER_JVM_OPTIONS, "-cp", ":".join(classpath),
               f"-Dzookeeper.log.dir={layout.logs_dir}", ZOOKEEPER_MAIN_CLASS, layout.zoo_cfg),
         cwd=layout.zookeeper_data_dir, log_file=layout.service_log(ZOOKEEPER),
-        stop_timeout_s=ZOOKEEPER_STOP_TIMEOUT_S, release=release,
+        stop_timeout_s=ZOOKEEPER_STOP_TIMEOUT_S, release=release, env=config_env(config_text),
     )
 
 

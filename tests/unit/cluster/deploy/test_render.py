@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -91,10 +92,11 @@ def test_a_single_zookeeper_server_runs_standalone():
 
 def test_services_run_from_their_release_not_from_current():
     layout = HostLayout()
-    broker = render.broker_service(layout, RELEASE)
+    broker = render.broker_service(layout, RELEASE, "broker.id=1\n")
     assert broker.argv[0] == f"/opt/kafkactl/versions/{RELEASE}/venv/bin/python"
     assert json.loads(broker.to_json())["argv"][-1] == "/opt/kafkactl/etc/server.properties"
-    zookeeper = render.zookeeper_service(layout, RELEASE, "/usr/bin/java", ["/usr/share/java/zookeeper.jar"])
+    zookeeper = render.zookeeper_service(layout, RELEASE, "/usr/bin/java", ["/usr/share/java/zookeeper.jar"],
+                                         "tickTime=2000\n")
     assert zookeeper.argv[-2:] == ("org.apache.zookeeper.server.quorum.QuorumPeerMain", "/opt/kafkactl/etc/zoo.cfg")
     with pytest.raises(ValueError, match="not a release name"):
         layout.release_dir("../../etc")
@@ -107,3 +109,11 @@ def test_systemd_unit_quotes_what_systemd_would_otherwise_expand():
     unit = render.systemd_unit(definition)
     assert 'ExecStart=/usr/bin/x "a b" "100%%" "$$HOME"' in unit
     assert 'Environment="K=v w"' in unit and "TimeoutStopSec=5" in unit and "KillMode=mixed" in unit
+
+
+def test_a_changed_config_changes_the_service_definition():
+    layout = HostLayout()
+    first = render.broker_service(layout, RELEASE, "broker.id=1\n")
+    assert first.env == {"KAFKACTL_CONFIG_SHA256": hashlib.sha256(b"broker.id=1\n").hexdigest()}
+    assert render.broker_service(layout, RELEASE, "broker.id=1\n").to_json() == first.to_json()
+    assert render.broker_service(layout, RELEASE, "broker.id=1\nnum.partitions=3\n").to_json() != first.to_json()

@@ -83,9 +83,9 @@ def test_the_fields_render_writes_are_accepted():
 
 def test_the_definitions_render_writes_parse():
     layout, release = HostLayout(), "0.1.0-abcdef012345"
-    broker = parse_definition(broker_service(layout, release).to_json(), SOURCE, "broker")
+    broker = parse_definition(broker_service(layout, release, "broker.id=1\n").to_json(), SOURCE, "broker")
     assert broker.argv[0] == layout.python(release) and broker.release == release
-    zookeeper = zookeeper_service(layout, release, "/usr/bin/java", ["/usr/share/java/zookeeper.jar"])
+    zookeeper = zookeeper_service(layout, release, "/usr/bin/java", ["/usr/share/java/zookeeper.jar"], "tickTime=2000\n")
     assert parse_definition(zookeeper.to_json(), SOURCE, "zookeeper").cwd == layout.zookeeper_data_dir
 
 
