@@ -101,24 +101,33 @@ def services_report(results: Sequence[tuple[str, str, Any]], output: str) -> Non
 
 def status_report(outcomes: Sequence[Any], output: str) -> None:
     rows = []
+    media = []
     for outcome in outcomes:
         if not outcome.ok:
             rows.append({"host": outcome.name, "service": None, "error": outcome.error})
             continue
-        for service, status in outcome.value.items():
+        for service, status in outcome.value.services.items():
             rows.append({"host": outcome.name, **status.to_dict(), "error": None})
+        for path, decision in outcome.value.media.items():
+            decided = hasattr(decision, "media")
+            media.append({"host": outcome.name, "log_dir": path, "media": decision.media if decided else None,
+                          "why": decision.why if decided else decision.error})
 
     def cell(value: Any) -> str:
         return "-" if value is None else ("yes" if value is True else "no" if value is False else str(value))
 
     def table() -> str:
-        return render_table(
+        text = render_table(
             [[r["host"], cell(r["service"]), r["error"] or ("running" if r["running"] else r.get("state") or "stopped"),
               cell(r.get("pid")), cell(r.get("release")), cell(_uptime(r.get("uptime_s"))),
               cell(r.get("pending_restart"))] for r in rows],
             ["HOST", "SERVICE", "STATE", "PID", "RELEASE", "UPTIME", "RESTART PENDING"])
+        if media:
+            text += "\n\n" + render_table([[m["host"], m["log_dir"], cell(m["media"]), m["why"]] for m in media],
+                                           ["HOST", "LOG DIR", "MEDIA", "HOW"])
+        return text
 
-    emit({"services": rows}, output, table)
+    emit({"services": rows, "media": media}, output, table)
     _fail_if_any([r["host"] for r in rows if r["error"]], len(outcomes), "status")
 
 

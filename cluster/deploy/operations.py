@@ -14,7 +14,8 @@ the CLI formats them. The rules:
   every server answering srvr), then every broker, and their
   registrations in ZooKeeper are awaited. Each wait is bounded.
 - stop: brokers first (each by controlled shutdown), then ZooKeeper.
-- status: per host and service, from the supervisor or systemd.
+- status: per host and service, from the supervisor or systemd; and each
+  broker log dir's media as detected now (a disk may have been replaced).
 - rolling-restart: rolling_restart.py, through `SshCluster`.
 - uninstall: stop, then remove the install root and the units; with
   `purge_data`, also ZooKeeper's data, the service logs and every log
@@ -33,6 +34,9 @@ from typing import Any, TypeVar
 from kafkactl.cluster.deploy import install, rolling
 from kafkactl.cluster.deploy.host_plan import HostPlan, Release
 from kafkactl.cluster.deploy.inventory import Connection, Inventory
+from kafkactl.cluster.deploy.media import (
+    MediaDecision, effective_media, parse_probe_output, probe_command, probe_source,
+)
 from kafkactl.cluster.deploy.layout import BROKER, ZOOKEEPER, ZOOKEEPER_CLIENT_PORT, HostLayout
 from kafkactl.cluster.deploy.parallel import HostOutcome, on_hosts
 from kafkactl.cluster.deploy.render import systemd_unit_name, zookeeper_connect
@@ -100,8 +104,9 @@ def install_all(deployment: Deployment, wheelhouse: Wheelhouse) -> tuple[list[Ho
     by_name = {outcome.name: outcome.value for outcome in plans}
 
     def work(session: HostSession) -> list[str]:
-        host_plan = by_name[session.name]
-        assert host_plan is not None
+        host_plan = by_name.get(session.name)
+        if host_plan is None:   # every host was planned above, or the install was refused
+            raise install.DeployError(f"host {session.name}: no plan")
         return install.apply(session, host_plan, release, wheelhouse.path, deployment.layout)
 
     return plans, deployment.on(work)
@@ -174,9 +179,25 @@ def stop_all(deployment: Deployment) -> list[tuple[str, str, HostOutcome[str]]]:
     return results
 
 
-def status_all(deployment: Deployment) -> list[HostOutcome[dict[str, ServiceStatus]]]:
-    def work(session: HostSession) -> dict[str, ServiceStatus]:
-        return host_services(session, deployment.layout).status(services_of(deployment, session.name))
+@dataclass(frozen=True)
+class HostStatus:
+    services: dict[str, ServiceStatus]
+    media: dict[str, MediaDecision]        # each log dir's media now (broker hosts)
+
+
+def status_all(deployment: Deployment) -> list[HostOutcome[HostStatus]]:
+    brokers = {host.name: host for host in deployment.inventory.brokers}
+
+    def work(session: HostSession) -> HostStatus:
+        services = host_services(session, deployment.layout).status(services_of(deployment, session.name))
+        media: dict[str, MediaDecision] = {}
+        broker = brokers.get(session.name)
+        if broker is not None:
+            paths = [log_dir.path for log_dir in broker.log_dirs]
+            probe = session.run(probe_command(paths), input=probe_source(), timeout_s=60)
+            detected = parse_probe_output(session.name, probe.stdout, paths)
+            media = {d.path: effective_media(session.name, d, detected.get(d.path)) for d in broker.log_dirs}
+        return HostStatus(services, media)
     return deployment.on(work)
 
 

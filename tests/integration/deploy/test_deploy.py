@@ -144,7 +144,10 @@ def test_install_start_and_the_cluster_serves_kcat(deploy, ssh_hosts, wheelhouse
     assert installed["release"] == wheelhouse["release"]
     assert installed["changed"] and all(h["result"] == "changed" for h in installed["hosts"])
     deploy("start")
-    status = json.loads(deploy("status", "-o", "json").stdout)["services"]
+    shown = json.loads(deploy("status", "-o", "json").stdout)
+    assert {(m["host"], m["log_dir"]): m["media"] for m in shown["media"]} == \
+        {(h.name, path): media for h in ssh_hosts.hosts for path, media in h.expected_media.items()}
+    status = shown["services"]
     assert {(s["host"], s["service"]) for s in status if s["running"]} == \
         {(h.name, service) for h in ssh_hosts.hosts for service in ("zookeeper", "broker")}
     assert {s["release"] for s in status} == {installed["release"]}
