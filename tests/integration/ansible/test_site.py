@@ -173,13 +173,16 @@ def test_files_are_the_ones_kafkactl_deploy_writes(cluster):
         java = host.run("command -v java").stdout.strip()
         slf4j = host.run(f"test -f {SLF4J_BINDING}", check=False).returncode == 0
         classpath = [ZOOKEEPER_CONF_DIR, ZOOKEEPER_JAR, *([SLF4J_BINDING] if slf4j else [])]
+        zoo_cfg = render.zoo_cfg(cluster.inventory, zookeeper, LAYOUT)
+        # media auto: the disks' own media, as detection must find them
+        properties = render.server_properties(cluster.inventory, broker, host.expected_media)
         expected = {
-            LAYOUT.zoo_cfg: render.zoo_cfg(cluster.inventory, zookeeper, LAYOUT),
+            LAYOUT.zoo_cfg: zoo_cfg,
             LAYOUT.myid: render.myid(zookeeper),
-            LAYOUT.service_definition(ZOOKEEPER): render.zookeeper_service(LAYOUT, release, java, classpath).to_json(),
-            # media auto: the disks' own media, as detection must find them
-            LAYOUT.server_properties: render.server_properties(cluster.inventory, broker, host.expected_media),
-            LAYOUT.service_definition(BROKER): render.broker_service(LAYOUT, release).to_json(),
+            LAYOUT.service_definition(ZOOKEEPER):
+                render.zookeeper_service(LAYOUT, release, java, classpath, zoo_cfg).to_json(),
+            LAYOUT.server_properties: properties,
+            LAYOUT.service_definition(BROKER): render.broker_service(LAYOUT, release, properties).to_json(),
         }
         for path, text in expected.items():
             assert host_file(host, path).decode() == text, f"{host.name}: {path}"

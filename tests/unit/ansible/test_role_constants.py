@@ -34,6 +34,7 @@ def test_rendering_constants():
     defaults = role_file("kafkactl", "defaults")
     assert defaults["kafkactl_file_header"] + "\n" == render.HEADER
     assert defaults["kafkactl_open_files_limit"] == render.OPEN_FILES_LIMIT
+    assert defaults["kafkactl_config_digest_variable"] == render.CONFIG_DIGEST_VARIABLE
     zookeeper = role_file("zookeeper", "vars")
     assert zookeeper["zookeeper_cfg_defaults"] == dict(render.ZOOKEEPER_DEFAULTS)
     assert list(zookeeper["zookeeper_cfg_defaults"]) == list(render.ZOOKEEPER_DEFAULTS)   # the file's order

@@ -12,6 +12,7 @@ each inventory host into its own directory.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -74,6 +75,9 @@ PLAYBOOK = """
         zookeeper_java_path: {java}
         zookeeper_slf4j_present: true
         broker_media: "{{{{ media_by_host[inventory_hostname] | default({{}}) }}}}"
+        # the digests of the files as written: render.py's, given (the SSH-host test checks the real ones)
+        zookeeper_cfg_stat: {{stat: {{checksum: "{{{{ digests[inventory_hostname].zookeeper | default('') }}}}"}}}}
+        broker_properties_stat: {{stat: {{checksum: "{{{{ digests[inventory_hostname].broker | default('') }}}}"}}}}
     - name: Make the host's directory
       ansible.builtin.file:
         path: "{{{{ out }}}}/{{{{ inventory_hostname }}}}"
@@ -122,12 +126,14 @@ QUOTED = render.ServiceDefinition(
 def render_with_ansible(tmp_path: Path, inventory: dict, media_by_host: dict) -> Path:
     inventory_path = tmp_path / "inventory.yml"
     inventory_path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    digests = config_digests(inventory_path, media_by_host)
     playbook = tmp_path / "render.yml"
     playbook.write_text(PLAYBOOK.format(roles=ROLES, release=RELEASE, java=JAVA))
     out = tmp_path / "out"
     extra = tmp_path / "extra.json"
     definition = {**json.loads(QUOTED.to_json())}
     extra.write_text(json.dumps({"out": str(out), "media_by_host": media_by_host, "quoted_definition": definition,
+                                 "digests": digests,
                                  "ansible_python_interpreter": sys.executable}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
@@ -139,17 +145,30 @@ def render_with_ansible(tmp_path: Path, inventory: dict, media_by_host: dict) ->
     return out
 
 
+def config_digests(inventory_path: Path, media_by_host: dict) -> dict[str, dict[str, str]]:
+    """host -> {"zookeeper": sha256 of its zoo.cfg, "broker": of its server.properties}."""
+    files = expected_files(inventory_path, media_by_host)
+    digests: dict[str, dict[str, str]] = {}
+    for name, text in files.items():
+        host, _, file = name.partition("/")
+        kind = {"zoo.cfg": "zookeeper", "server.properties": "broker"}.get(file)
+        if kind:
+            digests.setdefault(host, {})[kind] = hashlib.sha256(text.encode()).hexdigest()
+    return digests
+
+
 def expected_files(inventory_path: Path, media_by_host: dict) -> dict[str, str]:
     inventory = load_inventory(str(inventory_path), readable=lambda path: True)
     files = {}
     for host in inventory.zookeeper:
-        files[f"{host.name}/zoo.cfg"] = render.zoo_cfg(inventory, host, LAYOUT)
-        definition = render.zookeeper_service(LAYOUT, RELEASE, JAVA, CLASSPATH)
+        zoo_cfg = render.zoo_cfg(inventory, host, LAYOUT)
+        files[f"{host.name}/zoo.cfg"] = zoo_cfg
+        definition = render.zookeeper_service(LAYOUT, RELEASE, JAVA, CLASSPATH, zoo_cfg)
         files[f"{host.name}/zookeeper.service"] = render.systemd_unit(definition)
     for broker in inventory.brokers:
-        files[f"{broker.name}/server.properties"] = render.server_properties(inventory, broker,
-                                                                             media_by_host[broker.name])
-        files[f"{broker.name}/broker.service"] = render.systemd_unit(render.broker_service(LAYOUT, RELEASE))
+        properties = render.server_properties(inventory, broker, media_by_host[broker.name])
+        files[f"{broker.name}/server.properties"] = properties
+        files[f"{broker.name}/broker.service"] = render.systemd_unit(render.broker_service(LAYOUT, RELEASE, properties))
     files["quoted.service"] = render.systemd_unit(QUOTED)
     return files
 
