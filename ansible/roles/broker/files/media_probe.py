@@ -1,0 +1,1 @@
+../../../../cluster/deploy/media_probe.py
