@@ -53,9 +53,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.output == "json":
         print(json.dumps(result, indent=2))
     else:
-        print(f"wrote {args.out}: {result['plan_partitions']} partitions change "
-              f"({result['moves']['after']['bytes_moved']} bytes moved)")
+        print(summary(result, args.out))
     return 0
+
+
+def summary(result: dict, out: Path) -> str:
+    """The text output: what changes and, with --throttle, how long it is estimated to take."""
+    from kafkactl.planner.usage import human_duration, human_rate
+
+    moved = result["moves"]["after"]
+    line = f"wrote {out}: {result['plan_partitions']} partitions change ({moved['bytes_moved']} bytes moved)"
+    if moved["estimated_duration_s"] is None:
+        return line
+    throttle = human_rate(result["options"]["throttle_bytes_per_s"])
+    return f"{line}; estimated duration at --throttle {throttle}: {human_duration(moved['estimated_duration_s'])}"
 
 
 if __name__ == "__main__":
