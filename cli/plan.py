@@ -97,8 +97,11 @@ def _duration_line(result: dict) -> str:
     """With --throttle only: the same estimate as report.md's moves table."""
     from kafkactl.planner.usage import human_duration, human_rate
 
-    seconds, throttle = result["moves"]["after"]["estimated_duration_s"], result["options"]["throttle_bytes_per_s"]
-    return "" if seconds is None else f"estimated duration at --throttle {human_rate(throttle)}: {human_duration(seconds)}\n"
+    seconds = result["moves"]["after"]["estimated_duration_s"]
+    if seconds is None:
+        return ""
+    return f"estimated duration at --throttle {human_rate(result['options']['throttle_bytes_per_s'])}: " \
+           f"{human_duration(seconds)}\n"
 
 
 def _ratio(stats: dict | None) -> str:

@@ -32,7 +32,9 @@ from kafkactl.planner import job
 from kafkactl.planner.fixtures import write_fixture
 from kafkactl.planner.usage import human_duration
 
-pytestmark = pytest.mark.slow   # about two minutes: a cluster and two Spark applications
+# Minutes: a cluster, the local[2] plan and two Spark applications, each
+# paying the planner's per-job cost over the cluster's RPC.
+pytestmark = pytest.mark.slow
 
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
@@ -139,7 +141,8 @@ def differences(actual, expected, path: str = "report") -> list[str]:
 
 
 def duration_text(report: dict) -> str:
-    return f"estimated duration at --throttle 50.0 MB/s: {human_duration(report['moves']['after']['estimated_duration_s'])}"
+    seconds = report["moves"]["after"]["estimated_duration_s"]
+    return f"estimated duration at --throttle 50.0 MB/s: {human_duration(seconds)}"
 
 
 def test_kafkactl_plan_on_the_cluster_runs_on_the_workers(cluster, executor_python, snapshot, local_plan,
