@@ -88,9 +88,20 @@ def summary_table(result: dict, out: Path) -> str:
     moved = result["moves"]["after"]
     return (f"{table}\n\n{counted(result['plan_partitions'], 'partition')} change: {moved['replica_moves']} replica moves, "
             f"{moved['bytes_moved']} bytes moved, {moved['dir_moves']} moves between dirs, "
-            f"{moved['leader_changes']} leader changes\n"
+            f"{moved['leader_changes']} leader changes\n{_duration_line(result)}"
             f"wrote {out}/plan.json, rollback.json, report.md, report.json, utilization.png "
             f"(run: kafkactl reassign execute --plan {out}/plan.json)")
+
+
+def _duration_line(result: dict) -> str:
+    """With --throttle only: the same estimate as report.md's moves table."""
+    from kafkactl.planner.usage import human_duration, human_rate
+
+    seconds = result["moves"]["after"]["estimated_duration_s"]
+    if seconds is None:
+        return ""
+    return f"estimated duration at --throttle {human_rate(result['options']['throttle_bytes_per_s'])}: " \
+           f"{human_duration(seconds)}\n"
 
 
 def _ratio(stats: dict | None) -> str:

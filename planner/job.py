@@ -279,12 +279,18 @@ class _Clock:
 
 
 def plan(snapshot_dir: Path, out_dir: Path, master: str | None, options: PlannerOptions, spark=None) -> dict:
-    """The whole command: paths checked before Spark starts, then the job on a session of its own."""
+    """The whole command: paths checked before Spark starts, then the job on a session of its own
+    (kafkactl shipped to its executors on a cluster: submit.package_on_executors)."""
+    from contextlib import nullcontext
+
+    from kafkactl.planner.submit import package_on_executors
+
     check_paths(Path(snapshot_dir), Path(out_dir))
     own = spark is None
     session = spark_session(master) if own else spark
     try:
-        return run(session, snapshot_dir, out_dir, options)
+        with package_on_executors(session) if own else nullcontext():
+            return run(session, snapshot_dir, out_dir, options)
     finally:
         if own:
             session.stop()

@@ -316,6 +316,33 @@ def _json_default(value):
 
 def plot_utilization(report: dict, path: Path) -> None:
     """Per broker, before and after: disk utilization per media class and network in/out."""
+    from matplotlib import pyplot as plt
+
+    figure = utilization_figure(report)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+# The y axis fits the data, not a fixed 0-0.8: a test cluster at 0.1 % of its
+# disks would show empty panels. A threshold more than this many times the
+# tallest bar would squash the bars to nothing, so it is named, not drawn.
+_THRESHOLD_SPAN = 3.0
+_HEADROOM = 1.15  # room above the tallest bar for the legend and labels
+
+
+def utilization_top(values: list[float], threshold: float) -> tuple[float, bool]:
+    """The y axis's upper limit for bars of these values (NaN: no bar) and
+    whether the threshold is drawn within it."""
+    peak = max((v for v in values if not math.isnan(v)), default=0.0)
+    if peak <= 0:
+        return threshold * _HEADROOM, True
+    if threshold <= peak * _THRESHOLD_SPAN:
+        return max(peak, threshold) * _HEADROOM, True
+    return peak * _HEADROOM, False
+
+
+def utilization_figure(report: dict):
+    """The chart as a matplotlib Figure, one panel per resource (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -334,21 +361,35 @@ def plot_utilization(report: dict, path: Path) -> None:
         after = [_or_nan(b["after"][key]) for b in brokers]
         axis.bar([p - 0.2 for p in positions], before, width=0.4, color="#b0b0b0", label="before")
         axis.bar([p + 0.2 for p in positions], after, width=0.4, color="#1f77b4", label="after")
-        axis.axhline(threshold, color="#d62728", linestyle="--", linewidth=1, label="threshold")
         bound = report["resources"][key]["lower_bound"]
+        shown = before + after + ([] if bound is None else [bound["mean"]])
+        top, threshold_within = utilization_top(shown, threshold)
+        axis.set_ylim(0, top)
+        _mark_threshold(axis, threshold, threshold_within)
         if bound is not None:
             axis.axhline(bound["mean"], color="#2ca02c", linestyle=":", linewidth=1, label="perfect balance")
         axis.set_ylabel("fraction of capacity")
         axis.set_title(title, loc="left", fontsize=10)
         axis.grid(axis="y", alpha=0.3)
-    axes[0].legend(loc="upper right", fontsize=8, ncol=4)
+    # Above the top panel, right of its title: inside, it would cover bars that reach the top.
+    axes[0].legend(loc="lower right", bbox_to_anchor=(1, 1), fontsize=8, ncol=4, frameon=False)
     step = max(1, math.ceil(len(brokers) / 50))  # at most ~50 tick labels
     axes[-1].set_xticks(positions[::step], [str(b["broker_id"]) for b in brokers][::step],
                         rotation=90 if len(brokers) > 20 else 0, fontsize=8)
     axes[-1].set_xlabel("broker")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    return figure
+
+
+def _mark_threshold(axis, threshold: float, within: bool) -> None:
+    """A dashed line labelled with its value, or, above the axis, the value named in the corner."""
+    if within:
+        axis.axhline(threshold, color="#d62728", linestyle="--", linewidth=1, label="threshold")
+        axis.annotate(f"threshold {threshold:g}", xy=(0, threshold), xycoords=("axes fraction", "data"),
+                      xytext=(2, 2), textcoords="offset points", color="#d62728", fontsize=8, va="bottom")
+    else:
+        axis.annotate(f"threshold {threshold:g} (above the axis)", xy=(0, 1), xycoords="axes fraction",
+                      xytext=(2, -2), textcoords="offset points", color="#d62728", fontsize=8, va="top")
 
 
 def _or_nan(value):

@@ -83,6 +83,15 @@ def human_rate(value: float) -> str:
     return human_bytes(value) + "/s"
 
 
+def human_duration(seconds: float) -> str:
+    """As report.md's moves table shows it: 90 -> '90 s', 600 -> '10 min', 9000 -> '2.5 h'."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 # --- several assignments at once: one Spark job, per-dir and per-broker rows on the driver
 
 def tagged(states: list, snapshot):
