@@ -41,8 +41,8 @@ SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 SUBMIT_PY = Path(__file__).resolve().parents[3] / "planner" / "submit.py"
 FIXTURE = "unbalanced_two_racks"
 THROTTLE_BYTES_PER_S = 50_000_000
-# A bound against a hung driver, not a speed check: one application takes about
-# 2 min on an idle 2-core machine, and took 6-10 min here beside other Spark suites.
+# A bound against a hung driver, not a speed check: one application took
+# 6-10 min on a 2-core machine at a load average of 15-24 (other Spark suites).
 APPLICATION_TIMEOUT_S = 1500
 
 
