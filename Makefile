@@ -37,8 +37,9 @@ demo: setup
 
 # Two workers on this 2-core machine: most integration tests wait on processes
 # and sockets; tests/conftest.py keeps each file, and all Spark tests, together.
+# --durations: the slowest tests, to keep the whole run within its 20 minutes.
 test: setup
-	$(VENV)/bin/pytest -q -n 2
+	$(VENV)/bin/pytest -q -n 2 --durations=25
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit

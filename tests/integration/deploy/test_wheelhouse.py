@@ -8,6 +8,7 @@ index, no pip configuration. It must run a broker and lack the extras.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -117,18 +118,28 @@ def test_the_host_runs_a_broker_with_its_compiled_record_walkers(host):
 
 
 def test_every_module_of_cli_and_cluster_imports_with_the_core_install_alone(host):
-    # what the core dependencies must cover: all but the planner (the deploy modules here are
-    # stdlib and pyyaml only; paramiko is imported by the deploy command, behind cli/extras.py)
-    probe = ("import importlib, pkgutil, kafkactl.cli, kafkactl.cluster\n"
+    # What the core dependencies must cover: all but the planner, and but the deploy shell's
+    # SSH side (cluster/deploy's modules that import paramiko, the deploy extra, which the
+    # deploy command reaches only behind cli/extras.py). Nothing else may need an extra.
+    probe = ("import importlib, json, pkgutil, kafkactl.cli, kafkactl.cluster\n"
              "names = [m.name for p in (kafkactl.cli, kafkactl.cluster)\n"
              "         for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.')\n"
              "         if not m.name.endswith('.__main__')]\n"
+             "failed = {}\n"
              "for name in names:\n"
-             "    importlib.import_module(name)\n"
-             "print(len(names))\n")
+             "    try:\n"
+             "        importlib.import_module(name)\n"
+             "    except ModuleNotFoundError as error:\n"
+             "        failed[name] = error.name\n"
+             "print(json.dumps({'names': len(names), 'failed': failed}))\n")
     done = run(host["bin"] / "python", "-c", probe, env=host_env(host), cwd=host["cwd"])
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) > 100   # the walk found the packages, not an empty path
+    result = json.loads(done.stdout)
+    assert result["names"] > 100   # the walk found the packages, not an empty path
+    beyond_deploy_extra = {name: missing for name, missing in result["failed"].items()
+                           if not (name.startswith("kafkactl.cluster.deploy.") and missing == "paramiko")}
+    assert beyond_deploy_extra == {}
+    assert "kafkactl.cluster.deploy.ssh" in result["failed"]   # the probe did see paramiko missing
 
 
 @pytest.mark.parametrize("module", ["pyspark", "pandas", "pyarrow", "matplotlib", "paramiko"])
