@@ -39,11 +39,19 @@ def snapshot(
     metrics_endpoints: str | None = typer.Option(
         None, "--metrics-endpoints", metavar="ID=HOST:PORT,...",
         help="Where each broker serves /metrics; others fall back to --metrics-port."),
+    allow_reassignment_in_progress: bool = typer.Option(
+        False, "--allow-reassignment-in-progress",
+        help="While partitions are being reassigned, record their target replicas (and say so in "
+             "snapshot.json) instead of refusing."),
 ) -> None:
-    """Write brokers.jsonl, log_dirs.jsonl and partitions.jsonl for the planner."""
+    """Write brokers.jsonl, log_dirs.jsonl, partitions.jsonl and snapshot.json for the planner.
+
+    Refused (exit 1, nothing written) while a reassignment is in progress,
+    unless --allow-reassignment-in-progress."""
     from kafkactl.cluster.admin.snapshot import (
         CapacityFileError, Capacities, SnapshotError, build_snapshot, load_capacity_file, out_dir_problem,
         read_cluster_via, scrape_brokers, write_snapshot)
+    from kafkactl.cluster.admin.snapshot_moves import ReassignmentInProgress, read_moving, settle
 
     from kafkactl.cli.output import emit
 
@@ -66,20 +74,28 @@ def snapshot(
     deadline_s = timeout_s(ctx, ZK_TIMEOUT_S)
     with cluster_backend(ctx, deadline_s) as backend:
         brokers, partitions = read_cluster_via(backend)
+        moving = read_moving(backend, sorted({p.topic for p in partitions}))
+    if moving.any and not allow_reassignment_in_progress:
+        raise CliError(f"{ReassignmentInProgress(moving)}; no snapshot written")
     endpoints = _endpoints(ctx, brokers, explicit, metrics_port)
     try:
         metrics = scrape_brokers(endpoints, deadline_s)
-        built = build_snapshot(brokers, partitions, metrics, capacities)
+        partitions, metrics, reassigning = settle(partitions, metrics, moving.targets)
+        built = build_snapshot(brokers, partitions, metrics, capacities, reassigning)
         written = write_snapshot(built, out)
     except CapacityFileError as error:
         raise CliUsageError(f"{error}; no snapshot written") from None
     except SnapshotError as error:
         raise CliError(f"{error}; no snapshot written") from None
     result = {"out": str(written), "brokers": len(built.brokers), "log_dirs": len(built.log_dirs),
-              "partitions": len(built.partitions), "metrics_endpoints": {str(b): u for b, u in endpoints.items()}}
+              "partitions": len(built.partitions), "reassigning_partitions": reassigning,
+              "metrics_endpoints": {str(b): u for b, u in endpoints.items()}}
+    mid_move = (f" ({counted(reassigning, 'partition')} being reassigned, recorded at their target replicas)"
+                if reassigning else "")
     emit(result, shared(ctx).output,
          lambda: f"wrote a snapshot of {counted(len(built.brokers), 'broker')}, "
-                 f"{counted(len(built.log_dirs), 'log dir')} and {counted(len(built.partitions), 'partition')} to {written}")
+                 f"{counted(len(built.log_dirs), 'log dir')} and {counted(len(built.partitions), 'partition')} "
+                 f"to {written}{mid_move}")
 
 
 def _parse_endpoints(text: str) -> dict[int, str]:

@@ -1,7 +1,8 @@
 """Cluster snapshots for the placement planner: scrape, build, check, write.
 
 A snapshot is a directory of three JSON Lines files (docs/snapshot.md):
-brokers.jsonl, log_dirs.jsonl and partitions.jsonl. It is built from
+brokers.jsonl, log_dirs.jsonl and partitions.jsonl, and snapshot.json saying
+how it was taken (mid-reassignment or not: snapshot_moves.py). It is built from
 ZooKeeper (assignment, leaders, live brokers and racks) and from every live
 broker's GET /metrics (log sizes and dirs, byte rates, log dir capacity and
 use). Every row is checked before anything is written, and the directory
@@ -29,6 +30,7 @@ BROKERS_FILE = "brokers.jsonl"
 LOG_DIRS_FILE = "log_dirs.jsonl"
 PARTITIONS_FILE = "partitions.jsonl"
 FILES = (BROKERS_FILE, LOG_DIRS_FILE, PARTITIONS_FILE)
+META_FILE = "snapshot.json"      # how the snapshot was taken (docs/snapshot.md)
 MEDIA = ("ssd", "hdd")
 SCRAPE_TIMEOUT_S = 10.0
 MAX_SCRAPE_BYTES = 512 * 1024 * 1024   # about 5 million partition series
@@ -289,25 +291,32 @@ class Snapshot:
     brokers: list[dict]
     log_dirs: list[dict]
     partitions: list[dict]
+    reassigning_partitions: int = 0    # recorded at their targets, mid-reassignment (snapshot_moves.py)
+
+    def meta(self) -> dict:
+        """snapshot.json's content."""
+        return {"reassigning_partitions": self.reassigning_partitions}
 
     def rows(self) -> dict[str, list[dict]]:
         return {BROKERS_FILE: self.brokers, LOG_DIRS_FILE: self.log_dirs, PARTITIONS_FILE: self.partitions}
 
 
 def build_snapshot(brokers: Iterable, partitions: Iterable, metrics: Mapping[int, BrokerMetrics],
-                   capacities: Capacities) -> Snapshot:
+                   capacities: Capacities, reassigning_partitions: int = 0) -> Snapshot:
     """The snapshot's rows.
 
     `brokers`: live broker registrations (broker_id, rack); `partitions`:
     PartitionInfo (topic, partition, replicas, leader); `metrics`: each live
     broker's scrape. Raises SnapshotError when a replica's broker is not
     live, reports no log for it, or a partition has no leader.
+    `reassigning_partitions`: how many of `partitions` are recorded at the
+    target of a running reassignment (snapshot_moves.settle), for snapshot.json.
     """
     live = sorted(brokers, key=lambda b: b.broker_id)
     broker_rows = [_broker_row(b, capacities) for b in live]
     dir_rows = [row for b in live for row in _dir_rows(b.broker_id, metrics[b.broker_id], capacities)]
     partition_rows = [_partition_row(p, metrics) for p in sorted(partitions, key=lambda p: (p.topic, p.partition))]
-    return Snapshot(broker_rows, dir_rows, partition_rows)
+    return Snapshot(broker_rows, dir_rows, partition_rows, reassigning_partitions)
 
 
 def _broker_row(broker, capacities: Capacities) -> dict:
@@ -412,6 +421,10 @@ class _Checker:
 def validate_snapshot(snapshot: Snapshot) -> None:
     """Check every row against the snapshot's rules; SnapshotError names the
     file, line and field of the first problem."""
+    count = snapshot.reassigning_partitions
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= len(snapshot.partitions):
+        raise SnapshotError(f"{META_FILE}: reassigning_partitions: expected 0 to {len(snapshot.partitions)}, "
+                            f"not {count!r}")
     broker_ids = _check_brokers(snapshot.brokers)
     dirs = _check_log_dirs(snapshot.log_dirs, broker_ids)
     _check_partitions(snapshot.partitions, broker_ids, dirs)
@@ -492,6 +505,7 @@ def write_snapshot(snapshot: Snapshot, out_dir: str | os.PathLike) -> Path:
     try:
         for name, rows in snapshot.rows().items():
             _write_rows(staging / name, rows)
+        _write_rows(staging / META_FILE, [snapshot.meta()])
         os.chmod(staging, 0o755)   # mkdtemp makes it private; a snapshot is shared with a Spark job
         if out.exists():
             out.rmdir()

@@ -106,7 +106,10 @@ def test_snapshot_of_a_real_cluster(loaded, backend, tmp_path):
     summary = json.loads(cli.ok("metrics", "snapshot", "--out", str(out), *CAPACITY, *via, "-o", "json").stdout)
     assert (summary["brokers"], summary["log_dirs"], summary["partitions"]) == (3, 6, 5)
     assert summary["metrics_endpoints"] == {str(i): b["metrics_url"] for i, b in brokers.items()}
-    assert sorted(p.name for p in out.iterdir()) == ["brokers.jsonl", "log_dirs.jsonl", "partitions.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["brokers.jsonl", "log_dirs.jsonl", "partitions.jsonl",
+                                                     "snapshot.json"]
+    assert json.loads((out / "snapshot.json").read_text()) == {"reassigning_partitions": 0}
+    assert summary["reassigning_partitions"] == 0
 
     assert jsonl(out / "brokers.jsonl") == [
         {"broker_id": i, "rack": None, "network_in_capacity_bytes_per_s": 125000000,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -258,6 +259,7 @@ def changed(file: str, line: int, **fields) -> Snapshot:
      r"log_dirs\[1\]: /nvme is not a log dir of broker 2"),
     (lambda: changed("partitions", 2, partition=0), "partitions.jsonl line 2: partition: t-0 appears twice"),
     (lambda: changed("partitions", 1, topic=...), "partitions.jsonl line 1: topic: missing"),
+    (lambda: replace(valid(), reassigning_partitions=3), "snapshot.json: reassigning_partitions: expected 0 to 2, not 3"),
 ])
 def test_bad_rows_are_refused_naming_file_line_and_field(snapshot, message, tmp_path):
     with pytest.raises(SnapshotError, match=message):
@@ -271,11 +273,12 @@ def read_jsonl(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_the_three_files_are_written_one_row_a_line(tmp_path):
+def test_the_three_files_are_written_one_row_a_line_with_the_metadata_file(tmp_path):
     snapshot = valid()
     out = write_snapshot(snapshot, tmp_path / "deep" / "snap")
     assert out == tmp_path / "deep" / "snap"
-    assert sorted(os.listdir(out)) == ["brokers.jsonl", "log_dirs.jsonl", "partitions.jsonl"]
+    assert sorted(os.listdir(out)) == ["brokers.jsonl", "log_dirs.jsonl", "partitions.jsonl", "snapshot.json"]
+    assert json.loads((out / "snapshot.json").read_text()) == {"reassigning_partitions": 0}
     assert read_jsonl(out / "partitions.jsonl") == snapshot.partitions
     assert read_jsonl(out / "brokers.jsonl") == snapshot.brokers
     assert read_jsonl(out / "log_dirs.jsonl") == snapshot.log_dirs
