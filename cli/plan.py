@@ -66,7 +66,7 @@ def command(
         options = job.build_options(capacity_threshold, network_threshold, network_in_threshold,
                                     network_out_threshold, exclude_brokers, add_brokers, goals, max_bytes_moved,
                                     max_moves, throttle, seed)
-        result = job.plan(snapshot, out, master, options)
+        result = job.plan(snapshot, out, master, options, note=_note, quiet=not shared(ctx).debug)
     except job.PlanUsageError as error:
         raise CliUsageError(error.message, "\n".join(error.details)) from None
     except job.PlanError as error:
@@ -74,6 +74,12 @@ def command(
     from kafkactl.cli.output import emit
 
     emit(result, shared(ctx).output, lambda: summary_table(result, out))
+
+
+def _note(line: str) -> None:
+    import sys
+
+    print(f"kafkactl: note: {line}", file=sys.stderr)
 
 
 def summary_table(result: dict, out: Path) -> str:
@@ -86,7 +92,10 @@ def summary_table(result: dict, out: Path) -> str:
         rows.append([name] + [_ratio(states[s]) for s in ("before", "after", "kafka_baseline", "lower_bound")])
     table = render_table(rows, ["RESOURCE (MAX/MEAN)", "BEFORE", "AFTER", "KAFKA", "LOWER BOUND"])
     moved = result["moves"]["after"]
-    return (f"{table}\n\n{counted(result['plan_partitions'], 'partition')} change: {moved['replica_moves']} replica moves, "
+    reassigning = result.get("snapshot_reassigning_partitions") or 0
+    mid_move = (f"the snapshot was taken during a reassignment: {counted(reassigning, 'partition')} recorded at "
+                f"their target replicas\n" if reassigning else "")
+    return (f"{table}\n\n{mid_move}{counted(result['plan_partitions'], 'partition')} change: {moved['replica_moves']} replica moves, "
             f"{moved['bytes_moved']} bytes moved, {moved['dir_moves']} moves between dirs, "
             f"{moved['leader_changes']} leader changes\n{_duration_line(result)}"
             f"wrote {out}/plan.json, rollback.json, report.md, report.json, utilization.png "

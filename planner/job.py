@@ -1,7 +1,9 @@
 """The planner's job end to end, for `kafkactl plan` and spark-submit (planner/submit.py).
 
-snapshot -> validate -> feasibility (hard constraints no assignment can
-meet) -> optimize -> check the proposal against every hard constraint ->
+check the snapshot's files and the options against them, in plain Python
+before Spark starts (planner/snapshot_check.py: a bad snapshot is refused in
+about a second) -> start Spark, read the snapshot -> feasibility (hard
+constraints no assignment can meet) -> optimize -> check the proposal against every hard constraint ->
 Kafka's assignment and the lower bound -> report -> plan files, written to
 a temporary directory beside --out and renamed into place, so a failed run
 leaves nothing behind.
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -113,47 +114,43 @@ def check_paths(snapshot_dir: Path, out_dir: Path) -> None:
         raise PlanUsageError(f"--out {out_dir}: exists and is not an empty directory; give a new one")
 
 
-def check_against_snapshot(snapshot, options: PlannerOptions) -> None:
-    """--exclude-brokers and --add-brokers name brokers of the snapshot; added ones hold nothing yet."""
-    from pyspark.sql import functions as F
+def check_snapshot(snapshot_dir: Path, out_dir: Path, options: PlannerOptions):
+    """Everything checked before Spark starts: the paths, the snapshot's files (every
+    documented refusal), and the options against the snapshot; its CheckedSnapshot."""
+    from kafkactl.planner.snapshot_check import SnapshotError, check_snapshot as check_files
 
-    known = {r.broker_id for r in snapshot.brokers.select("broker_id").collect()}
+    check_paths(snapshot_dir, out_dir)
+    try:
+        checked = check_files(snapshot_dir)
+    except SnapshotError as error:
+        raise PlanUsageError(f"--snapshot {snapshot_dir}: invalid snapshot", error.errors +
+                             (["(more errors not shown)"] if error.more else [])) from None
+    check_against_snapshot(checked, options)
+    return checked
+
+
+def check_against_snapshot(checked, options: PlannerOptions) -> None:
+    """--exclude-brokers and --add-brokers name brokers of the snapshot; added ones hold nothing yet."""
     for name, ids in (("--exclude-brokers", options.exclude_brokers), ("--add-brokers", options.add_brokers)):
-        missing = [b for b in ids if b not in known]
+        missing = [b for b in ids if b not in checked.broker_ids]
         if missing:
             raise PlanUsageError(f"{name}: broker {missing[0]} is not in the snapshot's brokers")
-    if options.add_brokers:
-        holding = (snapshot.partitions.select(F.explode("replicas").alias("broker_id"))
-                   .where(F.col("broker_id").isin(list(options.add_brokers))).groupBy("broker_id").count()
-                   .orderBy("broker_id").first())
-        if holding is not None:
-            raise PlanUsageError(f"--add-brokers: broker {holding.broker_id} already holds {holding['count']} "
-                                 f"replicas; added brokers are new and empty")
+    holding = [b for b in options.add_brokers if checked.replicas_per_broker.get(b)]
+    if holding:
+        raise PlanUsageError(f"--add-brokers: broker {holding[0]} already holds "
+                             f"{checked.replicas_per_broker[holding[0]]} replicas; added brokers are new and empty")
+
+
+def mid_reassignment_note(snapshot_dir: Path, checked) -> str | None:
+    """The line saying the snapshot was taken during a reassignment (snapshot.json), or None."""
+    count = checked.reassigning_partitions
+    if not count:
+        return None
+    return (f"snapshot {snapshot_dir} was taken during a reassignment: {count} partition"
+            f"{'' if count == 1 else 's'} recorded at their target replicas")
 
 
 # --- the job
-
-def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "kafkactl-plan"):
-    """A session for the job; under spark-submit, master=None keeps spark-submit's."""
-    from pyspark.sql import SparkSession
-
-    builder = (SparkSession.builder.appName(app_name)
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC"))
-    if master:
-        builder = builder.master(master)
-        if master.startswith("local"):
-            # The default 200 shuffle partitions are made for clusters; a few per core suit one machine.
-            builder = builder.config("spark.sql.shuffle.partitions", "8")
-            # Python workers (the baseline's pandas UDFs) need this interpreter, which has
-            # kafkactl, not whatever `python3` is first on PATH. PySpark reads the
-            # environment variable when the context starts (the spark.pyspark.python
-            # setting given here did not reach the workers).
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
-
 
 def load_optimizer():
     """kafkactl.planner.optimizer.optimize, or the test hook's function."""
@@ -168,19 +165,22 @@ def load_optimizer():
     return optimize
 
 
-def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None) -> dict:
-    """Plan from the snapshot into out_dir (created atomically); returns the report."""
-    from kafkactl.planner.snapshot import SnapshotError, read_snapshot
+def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None, checked=None,
+        check_s: float = 0.0) -> dict:
+    """Plan from the snapshot into out_dir (created atomically); returns the report.
+    `checked`: check_snapshot's result (and `check_s` its seconds) when the caller
+    checked before starting Spark."""
+    from kafkactl.planner.snapshot import read_snapshot
 
     snapshot_dir, out_dir = Path(snapshot_dir), Path(out_dir)
-    check_paths(snapshot_dir, out_dir)
     clock = _Clock()
-    try:
-        snapshot = read_snapshot(spark, snapshot_dir)
-    except SnapshotError as error:
-        raise PlanUsageError(f"--snapshot {snapshot_dir}: invalid snapshot", error.errors +
-                             (["(more errors not shown)"] if error.more else [])) from None
-    clock.lap("read_and_validate")
+    if checked is None:
+        checked = check_snapshot(snapshot_dir, out_dir, options)
+        clock.lap("check")
+    else:
+        clock.steps["check"] = round(check_s, 3)
+    snapshot = read_snapshot(spark, snapshot_dir, checked=checked)
+    clock.lap("read")
     try:
         return _plan(spark, snapshot, snapshot_dir, out_dir, options, optimize or load_optimizer(), clock)
     finally:
@@ -191,7 +191,6 @@ def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize,
     from kafkactl.planner import baseline, report
     from kafkactl.planner.constraints import infeasible
 
-    check_against_snapshot(snapshot, options)
     reasons = infeasible(snapshot, options)
     clock.lap("feasibility")
     if reasons:
@@ -215,6 +214,7 @@ def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize,
         times = clock.laps()
         result = report.build(str(snapshot_dir), options, counts, before, after, kafka_figures, bound,
                               proposal.rounds, times)
+        result["snapshot_reassigning_partitions"] = snapshot.checked.reassigning_partitions
         _write_atomically(out_dir, lambda directory: _write_outputs(assignment, snapshot, result, directory, clock))
         return result
     finally:
@@ -278,19 +278,30 @@ class _Clock:
         return dict(self.steps)
 
 
-def plan(snapshot_dir: Path, out_dir: Path, master: str | None, options: PlannerOptions, spark=None) -> dict:
-    """The whole command: paths checked before Spark starts, then the job on a session of its own
-    (kafkactl shipped to its executors on a cluster: submit.package_on_executors)."""
-    from contextlib import nullcontext
-
+def plan(snapshot_dir: Path, out_dir: Path, master: str | None, options: PlannerOptions, spark=None,
+         note=None, quiet: bool = True) -> dict:
+    """The whole command: the snapshot and options checked before Spark starts, then the
+    job on a session of its own (planner/session.py; kafkactl shipped to its executors on a
+    cluster: submit.package_on_executors; `quiet`: none of Spark's or Java's
+    output on the console). `note(line)` is told when the snapshot was taken mid-reassignment."""
+    snapshot_dir, out_dir = Path(snapshot_dir), Path(out_dir)
+    started = time.monotonic()
+    checked = check_snapshot(snapshot_dir, out_dir, options)
+    check_s = time.monotonic() - started
+    line = mid_reassignment_note(snapshot_dir, checked)
+    if line and note:
+        note(line)
+    if spark is not None:
+        return run(spark, snapshot_dir, out_dir, options, checked=checked, check_s=check_s)
     from kafkactl.planner.submit import package_on_executors
 
-    check_paths(Path(snapshot_dir), Path(out_dir))
-    own = spark is None
-    session = spark_session(master) if own else spark
-    try:
-        with package_on_executors(session) if own else nullcontext():
-            return run(session, snapshot_dir, out_dir, options)
-    finally:
-        if own:
-            session.stop()
+    replicas = sum(checked.replicas_per_broker.values())
+    with start_session(master, replicas, quiet) as session, package_on_executors(session):
+        return run(session, snapshot_dir, out_dir, options, checked=checked, check_s=check_s)
+
+
+def start_session(master: str | None, replicas: int, quiet: bool):
+    """The run's own Spark session (a context manager; tests replace it to show Spark never starts)."""
+    from kafkactl.planner.session import planner_session
+
+    return planner_session(master, replicas, quiet)

@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         options = job.build_options(args.capacity_threshold, args.network_threshold, args.network_in_threshold,
                                     args.network_out_threshold, args.exclude_brokers, args.add_brokers, args.goals,
                                     args.max_bytes_moved, args.max_moves, args.throttle, args.seed)
-        result = job.plan(args.snapshot, args.out, args.master, options)
+        result = job.plan(args.snapshot, args.out, args.master, options,
+                          note=lambda line: print(f"planner: note: {line}", file=sys.stderr))
     except job.PlanError as error:
         print("\n".join([f"planner: error: {error.message}", *error.details]), file=sys.stderr)
         return error.exit_code

@@ -60,15 +60,3 @@ def test_a_proposal_that_breaks_a_hard_constraint_is_never_written(spark, stand_
         "log_dir_capacity: broker 1 /data/ssd0: 90000000000 of 100000000000 bytes used (0.900 > 0.8)",
         "log_dir_capacity: broker 2 /data/ssd0: 90000000000 of 100000000000 bytes used (0.900 > 0.8)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
-
-
-def test_options_naming_brokers_the_snapshot_lacks_are_refused(spark, stand_in, tmp_path):
-    write_fixture("add_two_brokers", tmp_path / "snap")
-    for options, message in ((job.build_options(exclude_brokers="9"),
-                              "--exclude-brokers: broker 9 is not in the snapshot's brokers"),
-                             (job.build_options(add_brokers="4"),
-                              "--add-brokers: broker 4 already holds 4 replicas; added brokers are new and empty")):
-        with pytest.raises(job.PlanUsageError) as raised:
-            job.run(spark, tmp_path / "snap", tmp_path / "out", options, stand_in.optimize)
-        assert raised.value.message == message
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]

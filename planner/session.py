@@ -1,0 +1,122 @@
+"""The planner's Spark session: quick to start for small snapshots, and quiet.
+
+Rules:
+- Quiet (the default; `--debug` turns it off): nothing Spark or Java prints
+  reaches the console. The JVM's own standard output and error (its
+  "Using incubator modules" warning comes before any logging is set up) go
+  to a log file in a private temporary directory, removed when the session
+  stops; log4j2 is configured by a file written there, ERROR and above only,
+  so Spark's start-up warnings (the host name resolving to a loopback
+  address, no native Hadoop library, the default log4j profile notice) are
+  never logged. Python workers inherit the JVM's output. kafkactl's own
+  lines, its error line first, are the only ones on the console.
+- Debug: Spark's defaults, everything on the console.
+- A `local` master binds to the loopback address (SPARK_LOCAL_IP), so the
+  driver never resolves this host's name; a few shuffle partitions per core
+  suit one machine (Spark's 200 are made for clusters), and no web UI.
+- A small snapshot (at most SMALL_REPLICAS replicas) starts the JVM with the
+  client compiler only and the serial collector, the cheaper start for a job
+  of seconds; a larger one keeps the JVM's defaults (the optimizing compiler
+  pays off over minutes).
+- Under spark-submit (master None) the JVM is already running: only the
+  session's own settings apply.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SMALL_REPLICAS = 20_000
+LOCAL_SHUFFLE_PARTITIONS = 4
+_QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+# ERROR and above, to the JVM's stderr (which quiet mode sends to the run's log file).
+LOG4J2_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def session_settings(master: str | None, replicas: int, quiet_dir: Path | None) -> dict[str, str]:
+    """The Spark settings of a session for `master` and a snapshot of `replicas` (pure)."""
+    settings = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"}
+    if not master or not master.startswith("local"):
+        return settings
+    settings.update({"spark.ui.enabled": "false",
+                     "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS)})
+    java_options = []
+    if quiet_dir is not None:
+        java_options.append(f"-Dlog4j2.configurationFile={(quiet_dir / 'log4j2.properties').as_uri()}")
+    if replicas <= SMALL_REPLICAS:
+        java_options.append(_QUICK_JVM_OPTIONS)
+    if java_options:
+        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    return settings
+
+
+@contextmanager
+def planner_session(master: str | None, replicas: int, quiet: bool = True,
+                    app_name: str = "kafkactl-plan") -> Iterator:
+    """A SparkSession for one run, stopped (and its log removed) at the end."""
+    with tempfile.TemporaryDirectory(prefix="kafkactl-spark-") as temporary:
+        quiet_dir = Path(temporary) if quiet else None
+        session = start_session(master, replicas, quiet_dir, app_name)
+        try:
+            yield session
+        finally:
+            session.stop()
+
+
+def start_session(master: str | None, replicas: int, quiet_dir: Path | None, app_name: str = "kafkactl-plan"):
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for key, value in session_settings(master, replicas, quiet_dir).items():
+        builder = builder.config(key, value)
+    if master and master.startswith("local"):
+        # Python workers (the baseline's pandas UDFs) need this interpreter, which has
+        # kafkactl, not whatever `python3` is first on PATH; PySpark reads the variable
+        # when the context starts (spark.pyspark.python set here did not reach the workers).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if quiet_dir is None:
+        session = builder.getOrCreate()
+    else:
+        (quiet_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        with _output_to(quiet_dir / "spark.log"):
+            session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """This process's stdout and stderr go to `path` meanwhile, so the JVM it starts
+    inherits them; they are restored after (nothing else writes to them then)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
