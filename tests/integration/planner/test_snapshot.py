@@ -57,7 +57,8 @@ def test_parquet_tables_of_narrower_types_are_read_as_the_schema_has_them(spark,
         assert {t: getattr(snapshot, t).schema.simpleString() for t in SCHEMAS} == SCHEMAS
         assert rows(snapshot.partitions, lambda p: (p["topic"], p["partition"])) == sorted(
             fixture.partitions, key=lambda p: (p["topic"], p["partition"]))
-        assert rows(snapshot.log_dirs, lambda d: (d["broker_id"], d["path"])) == fixture.log_dirs
+        assert rows(snapshot.log_dirs, lambda d: (d["broker_id"], d["path"])) == sorted(
+            fixture.log_dirs, key=lambda d: (d["broker_id"], d["path"]))
     finally:
         snapshot.unpersist()
 
