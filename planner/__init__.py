@@ -2,8 +2,11 @@
 
 Modules (one concern each):
 - options.py: PlannerOptions, the goals in priority order.
-- snapshot.py: reading and validating a snapshot directory (JSON Lines or
-  Parquet) into three Spark DataFrames (see docs/planner.md):
+- snapshot_check.py: checking a snapshot directory (JSON Lines or Parquet)
+  in plain Python, before Spark starts (every documented refusal).
+- session.py: the job's Spark session (quiet, quick for small snapshots).
+- snapshot.py: reading a checked snapshot into three Spark DataFrames (see
+  docs/planner.md):
     brokers   (broker_id int, rack string?, network_in_capacity_bytes_per_s long,
                network_out_capacity_bytes_per_s long)
     log_dirs  (broker_id int, path string, media string "ssd"|"hdd",

@@ -14,10 +14,12 @@ Rules:
 - A `local` master binds to the loopback address (SPARK_LOCAL_IP), so the
   driver never resolves this host's name; a few shuffle partitions per core
   suit one machine (Spark's 200 are made for clusters), and no web UI.
-- A small snapshot (at most SMALL_REPLICAS replicas) starts the JVM with the
-  client compiler only and the serial collector, the cheaper start for a job
-  of seconds; a larger one keeps the JVM's defaults (the optimizing compiler
-  pays off over minutes).
+- A small snapshot (at most SMALL_REPLICAS replicas), whose jobs each handle
+  a few hundred rows, runs with SMALL_SNAPSHOT_SQL (one shuffle partition, no
+  adaptive execution, no code generation), on any master; on a local master
+  its JVM starts with the client compiler only and the serial collector, the
+  cheaper start for a job of seconds. A larger one keeps Spark's and the
+  JVM's defaults (compiled code and the optimizing compiler pay off there).
 - Under spark-submit (master None) the JVM is already running: only the
   session's own settings apply.
 """
@@ -32,8 +34,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 SMALL_REPLICAS = 20_000
-LOCAL_SHUFFLE_PARTITIONS = 4
-_QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+LOCAL_SHUFFLE_PARTITIONS = 8
+QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# A small snapshot's jobs handle a few hundred rows each: one shuffle partition
+# (no sampling job for a sort), no adaptive re-planning (each of its query
+# stages is a job of its own), and expressions interpreted rather than compiled
+# (compiling generated code costs more than running it on so few rows).
+# factoryMode is Spark's internal switch for the last; an unknown setting is ignored.
+SMALL_SNAPSHOT_SQL = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false",
+                      "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 # ERROR and above, to the JVM's stderr (which quiet mode sends to the run's log file).
 LOG4J2_PROPERTIES = """\
@@ -50,15 +59,19 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 def session_settings(master: str | None, replicas: int, quiet_dir: Path | None) -> dict[str, str]:
     """The Spark settings of a session for `master` and a snapshot of `replicas` (pure)."""
     settings = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"}
+    small = replicas <= SMALL_REPLICAS
+    if small:
+        settings.update(SMALL_SNAPSHOT_SQL)
     if not master or not master.startswith("local"):
         return settings
-    settings.update({"spark.ui.enabled": "false",
-                     "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS)})
+    settings["spark.ui.enabled"] = "false"
+    if not small:
+        settings["spark.sql.shuffle.partitions"] = str(LOCAL_SHUFFLE_PARTITIONS)
     java_options = []
     if quiet_dir is not None:
         java_options.append(f"-Dlog4j2.configurationFile={(quiet_dir / 'log4j2.properties').as_uri()}")
-    if replicas <= SMALL_REPLICAS:
-        java_options.append(_QUICK_JVM_OPTIONS)
+    if small:
+        java_options.append(QUICK_JVM_OPTIONS)
     if java_options:
         settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     return settings

@@ -60,3 +60,37 @@ def test_a_proposal_that_breaks_a_hard_constraint_is_never_written(spark, stand_
         "log_dir_capacity: broker 1 /data/ssd0: 90000000000 of 100000000000 bytes used (0.900 > 0.8)",
         "log_dir_capacity: broker 2 /data/ssd0: 90000000000 of 100000000000 bytes used (0.900 > 0.8)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
+
+
+SPARK_NOISE = ("Using Spark's default log4j profile", "native-hadoop", "resolves to a loopback address",
+               "WARN", "incubator modules", "log4j", "setLogLevel")
+
+
+def test_kafkactl_plan_prints_only_its_own_lines_unless_debug(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    write_fixture("unbalanced_two_racks", tmp_path / "snap")
+    kafkactl = Path(sys.executable).parent / "kafkactl"
+
+    def plan(*extra, out):
+        return subprocess.run([str(kafkactl), *extra, "plan", "--snapshot", str(tmp_path / "snap"), "--out",
+                               str(tmp_path / out), "--master", "local[2]"], capture_output=True, text=True,
+                              timeout=900)
+
+    quiet = plan(out="quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == "" and quiet.stdout.startswith("RESOURCE (MAX/MEAN)")
+    # The same on a refused snapshot: kafkactl's error line comes first, and alone.
+    (tmp_path / "snap" / "brokers.jsonl").write_text("{}\n" + (tmp_path / "snap" / "brokers.jsonl").read_text())
+    refused = plan(out="refused")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[:2] == [f"kafkactl: error: --snapshot {tmp_path / 'snap'}: invalid snapshot",
+                                               "brokers.jsonl line 1: broker_id is missing"]
+    assert not any(noise in refused.stderr for noise in SPARK_NOISE)
+    (tmp_path / "snap" / "brokers.jsonl").write_text((tmp_path / "snap" / "brokers.jsonl").read_text()[3:])
+    # --debug leaves Spark's defaults: its start-up notices are there.
+    debug = plan("--debug", out="debug")
+    assert debug.returncode == 0, debug.stderr[-3000:]
+    assert "Using Spark's default log4j profile" in debug.stderr
