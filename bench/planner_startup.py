@@ -10,12 +10,12 @@ with the ratio to this machine's floor measured in the same run:
 - plan: `kafkactl plan --master local[2]` of a generated 20-partition
   snapshot (6 brokers, RF 3), end to end (the aim is under 20 s).
 
-`--kafkactl PATH` measures another install (e.g. a checkout of main's
-.venv/bin/kafkactl, for a before/after comparison); its interpreter is the
-one next to it. The runs of the three kinds are interleaved, so a busy
-spell of this shared machine stretches all of them alike.
+`--kafkactl PATH` (repeatable) measures other installs side by side, e.g.
+main's checkout for a before/after comparison; the floor uses the first
+one's interpreter. The runs of every kind and install are interleaved, so
+a busy spell of this shared machine stretches all of them alike.
 
-    .venv/bin/python bench/planner_startup.py [--runs 3] [--kafkactl .venv/bin/kafkactl]
+    .venv/bin/python bench/planner_startup.py [--runs 3] [--kafkactl /work/main/.venv/bin/kafkactl --kafkactl .venv/bin/kafkactl]
 """
 
 from __future__ import annotations
@@ -64,28 +64,37 @@ def timed(argv: list[str], expect: int, env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--kafkactl", type=Path, default=Path(sys.executable).parent / "kafkactl")
+    parser.add_argument("--kafkactl", type=Path, action="append", metavar="PATH",
+                        help="default: the kafkactl next to this interpreter")
     args = parser.parse_args()
-    kafkactl = args.kafkactl.absolute()
-    python = str(kafkactl.parent / "python")
+    installs = [p.absolute() for p in args.kafkactl or [Path(sys.executable).parent / "kafkactl"]]
+    python = str(installs[0].parent / "python")
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
-    samples: dict[str, list[float]] = {"floor": [], "refusal": [], "plan": []}
+    floor: list[float] = []
+    samples = {(str(k), kind): [] for k in installs for kind in ("refusal", "plan")}
     with tempfile.TemporaryDirectory(prefix="kafkactl-bench-") as tmp:
         root = Path(tmp)
         good, bad = snapshots(root)
         for run in range(args.runs):
-            samples["floor"].append(timed([python, "-c", FLOOR], 0, env))
-            samples["refusal"].append(timed([str(kafkactl), "plan", "--snapshot", str(bad), "--out",
-                                             str(root / f"refused-{run}"), "--master", "local[2]"], 2, env))
-            samples["plan"].append(timed([str(kafkactl), "plan", "--snapshot", str(good), "--out",
-                                          str(root / f"plan-{run}"), "--master", "local[2]", "-o", "json"], 0, env))
-    floor_s = statistics.median(samples["floor"])
-    print(f"kafkactl: {kafkactl}; {args.runs} runs each, medians (all runs: seconds)")
-    for name, aim in (("floor", None), ("refusal", AIM_REFUSAL_S), ("plan", AIM_PLAN_S)):
-        median_s = statistics.median(samples[name])
-        aim_text = "" if aim is None else f"  aim {aim:.0f} s: {median_s / aim:.2f}x"
-        print(f"{name:8} {median_s:7.2f} s  {median_s / floor_s:5.2f}x floor{aim_text}  "
-              f"({', '.join(f'{s:.1f}' for s in samples[name])})")
+            floor.append(timed([python, "-c", FLOOR], 0, env))
+            for number, kafkactl in enumerate(installs):
+                out = root / f"{number}-{run}"
+                samples[(str(kafkactl), "refusal")].append(timed(
+                    [str(kafkactl), "plan", "--snapshot", str(bad), "--out", str(out), "--master", "local[2]"], 2, env))
+                samples[(str(kafkactl), "plan")].append(timed(
+                    [str(kafkactl), "plan", "--snapshot", str(good), "--out", str(out), "--master", "local[2]",
+                     "-o", "json"], 0, env))
+    floor_s = statistics.median(floor)
+    print(f"{args.runs} runs each, medians (all runs, seconds, in brackets)")
+    print(f"floor (bare local[2] session)  {floor_s:7.2f} s                          "
+          f"({', '.join(f'{s:.1f}' for s in floor)})")
+    for kafkactl in installs:
+        print(kafkactl)
+        for kind, aim in (("refusal", AIM_REFUSAL_S), ("plan", AIM_PLAN_S)):
+            runs = samples[(str(kafkactl), kind)]
+            median_s = statistics.median(runs)
+            print(f"  {kind:8} {median_s:7.2f} s  {median_s / floor_s:5.2f}x floor  {median_s / aim:5.2f}x the "
+                  f"{aim:.0f} s aim  ({', '.join(f'{s:.1f}' for s in runs)})")
 
 
 if __name__ == "__main__":
