@@ -191,9 +191,10 @@ def _key_problems(table: str, row: _Row, first_at: dict) -> list[tuple[int, str]
     key = tuple(row.values[k] for k in _KEYS[table])
     if any(k is None for k in key):
         return []
-    first = first_at.setdefault(key, row.where)
-    if first is row.where:
+    if key not in first_at:
+        first_at[key] = row.where
         return []
+    first = first_at[key]
     if table == "brokers":
         described = f"duplicate broker {key[0]}"
     elif table == "log_dirs":
