@@ -119,8 +119,12 @@ class _Model:
     def _initial(self, partitions, F):
         dir_id = "map(" + ", ".join(f"{_sql_string(f'{self.cluster.dirs[i].broker_id}/{path}')}, {i}"
                                     for i, path in enumerate(self.paths)) + ")"
+        # Every column a new attribute ("topic AS topic" too): the checkpoint below keeps its
+        # input's attribute ids, and one shared with the snapshot's table would make Spark
+        # refuse the report's join of the plan against that table (conflicting references,
+        # seen when no round changes the state).
         state = partitions.selectExpr(
-            "topic", "CAST(`partition` AS INT) AS `partition`", "CAST(replicas AS ARRAY<INT>) AS replicas",
+            "topic AS topic", "CAST(`partition` AS INT) AS `partition`", "CAST(replicas AS ARRAY<INT>) AS replicas",
             f"transform(arrays_zip(replicas, log_dirs), z -> element_at({dir_id}, "
             f"concat_ws('/', CAST(z.replicas AS STRING), z.log_dirs))) AS dirs",
             "CAST(size_bytes AS BIGINT) AS size_bytes",
