@@ -39,7 +39,10 @@ pytestmark = pytest.mark.slow
 KAFKACTL = Path(sys.executable).parent / "kafkactl"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 SUBMIT_PY = Path(__file__).resolve().parents[3] / "planner" / "submit.py"
-FIXTURE = "unbalanced_two_racks"
+# A short plan that moves bytes (so it has a duration at --throttle): what is
+# shown is where tasks ran and that the plan is local[2]'s, which a longer
+# plan would not show better.
+FIXTURE = "add_two_brokers"
 THROTTLE_BYTES_PER_S = 50_000_000
 # A bound against a hung driver, not a speed check: one application took
 # 6-10 min on a 2-core machine at a load average of 15-24 (other Spark suites).
