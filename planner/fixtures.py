@@ -43,7 +43,8 @@ def _partition(topic: str, partition: int, replicas: list[int], dirs: list[str],
 
 
 def _log_dirs(capacities: dict[int, tuple[int, int]], partitions: list[dict]) -> list[dict]:
-    """An SSD and an HDD dir per broker (capacities in that order), used = the replicas they hold."""
+    """An SSD and an HDD dir per broker (capacities in that order; a capacity
+    of 0: no such dir), used = the replicas they hold."""
     used: dict[tuple[int, str], int] = {}
     for p in partitions:
         for broker, path in zip(p["replicas"], p["log_dirs"]):
@@ -51,7 +52,7 @@ def _log_dirs(capacities: dict[int, tuple[int, int]], partitions: list[dict]) ->
     return [{"broker_id": b, "path": path, "media": media, "capacity_bytes": capacity,
              "used_bytes": used.get((b, path), 0)}
             for b, (ssd, hdd) in sorted(capacities.items())
-            for path, media, capacity in ((SSD, "ssd", ssd), (HDD, "hdd", hdd))]
+            for path, media, capacity in ((SSD, "ssd", ssd), (HDD, "hdd", hdd)) if capacity]
 
 
 def _fixture(name, description, racks, capacities, partitions, args=(), feasible=True) -> Fixture:
@@ -117,8 +118,41 @@ def rack_constraint_unsatisfiable() -> Fixture:
                      4: (10 * GB, 10 * GB)}, partitions, feasible=False)
 
 
+UNEQUAL_RACKS = {b: "r1" if b <= 5 else "r2" if b <= 9 else "r3" for b in range(1, 13)}
+
+
+def unequal_racks() -> Fixture:
+    # every partition has one replica per rack: rack r3's 3 brokers carry a third of the bytes
+    partitions = [_partition("events", p, [1 + p % 2, 6 + p % 2, 10], [SSD, SSD, SSD], 1 * GB, 1 * MB, 2 * MB)
+                  for p in range(30)]
+    return _fixture("unequal_racks",
+                    "RF 3 over racks of 5, 4 and 3 brokers (SSD only): the 3-broker rack carries 4/3 of the mean "
+                    "whatever the plan; broker 10 holds every replica of its rack",
+                    UNEQUAL_RACKS, {b: (100 * GB, 0) for b in range(1, 13)}, partitions)
+
+
+def skewed() -> Fixture:
+    # racks of 5, 4 and 3; brokers 4 and 5 have HDD only; 11 and 12 are new and empty;
+    # the hot topic sits on HDD dirs, a cold archive fills SSDs
+    holders = {"r1": [1, 2, 3, 4, 5], "r2": [6, 7, 8, 9], "r3": [10]}
+    partitions = []
+    for topic, count, size, rate_in, rate_out in (("hot", 6, 1 * GB, 4 * MB, 8 * MB),
+                                                   ("archive", 12, 8 * GB, 0.05 * MB, 0.05 * MB),
+                                                   ("events", 18, 3 * GB, 1 * MB, 2 * MB)):
+        for p in range(count):
+            replicas = [holders[r][(p + i) % len(holders[r])] for i, r in enumerate(("r1", "r2", "r3"))]
+            media = HDD if topic == "hot" else SSD if topic == "archive" else HDD if p % 2 else SSD
+            dirs = [HDD if b in (4, 5) else media for b in replicas]
+            partitions.append(_partition(topic, p, replicas, dirs, size, rate_in, rate_out))
+    capacities = {b: (0, 400 * GB) if b in (4, 5) else (150 * GB, 300 * GB) for b in range(1, 13)}
+    return _fixture("skewed",
+                    "racks of 5, 4 and 3 brokers, RF 3; brokers 4 and 5 HDD only; 11 and 12 new and empty "
+                    "(--add-brokers 11,12); hot data on HDD while a cold archive fills SSDs",
+                    UNEQUAL_RACKS, capacities, partitions, ("--add-brokers", "11,12"))
+
+
 FIXTURES = {f.__name__: f for f in (unbalanced_two_racks, hot_partitions_on_hdd, full_disk, add_two_brokers,
-                                    decommission_one, rack_constraint_unsatisfiable)}
+                                    decommission_one, rack_constraint_unsatisfiable, unequal_racks, skewed)}
 
 
 def fixture(name: str) -> Fixture:

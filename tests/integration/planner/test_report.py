@@ -72,7 +72,7 @@ def test_markdown_tables_and_the_chart(tmp_path):
     built = report.build("snap", PlannerOptions(throttle_bytes_per_s=10_000_000),
                          {"brokers": 200, "eligible_brokers": 200, "log_dirs": 0, "partitions": 1, "replicas": 2,
                           "replica_bytes": 2}, states, states, states,
-                         {name: stats for name in report.RESOURCES}, 3, {"optimize": 1.25})
+                         {name: stats for name in report.RESOURCES}, {"rounds": 3}, {"optimize": 1.25})
     markdown = report.render_markdown(built)
     assert "| disk_utilization_ssd | after | 0.100 | 0.500 | 0.250 | 0.100 | 2.000 |" in markdown
     assert "| replica_count | lower_bound | 0.1 | 0.5 | 0.2 | 0.1 | 2.000 |" in markdown
