@@ -213,7 +213,7 @@ def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize,
         counts = report.snapshot_counts(snapshot, options)
         times = clock.laps()
         result = report.build(str(snapshot_dir), options, counts, before, after, kafka_figures, bound,
-                              {"rounds": proposal.rounds}, times)
+                              {"rounds": proposal.rounds, "goals": proposal.goals}, times)
         result["snapshot_reassigning_partitions"] = snapshot.checked.reassigning_partitions
         _write_atomically(out_dir, lambda directory: _write_outputs(assignment, snapshot, result, directory, clock))
         return result

@@ -172,7 +172,8 @@ def _against_current(assignment, snapshot):
 
 def build(snapshot_dir: str, options, counts: dict, before: dict, after: dict, baseline: dict, bound: dict,
           optimizer: dict, compute_time_s: dict) -> dict:
-    """The report as data. bound: bounds.lower_bound's figures; optimizer: {"rounds": int}."""
+    """The report as data. bound: bounds.lower_bound's figures; optimizer:
+    {"rounds": int, "goals": [goal report dicts]} (goals may be absent)."""
     from dataclasses import asdict
 
     resources = {name: {"before": before["resources"].get(name), "after": after["resources"].get(name),
@@ -193,8 +194,36 @@ def build(snapshot_dir: str, options, counts: dict, before: dict, after: dict, b
             "violations": {"before": before["violations"], "after": after["violations"],
                            "kafka_baseline": baseline["violations"]},
             "moves": {"after": after["moves"], "kafka_baseline": baseline["moves"]},
-            "optimizer": {"rounds": optimizer.get("rounds", 0)},
+            "optimizer": goal_reports(optimizer, bound),
             "compute_time_s": compute_time_s, "brokers": brokers, "log_dirs": dirs}
+
+
+def goal_reports(optimizer: dict, bound: dict) -> dict:
+    """The optimizer's goal reports, in priority order, each figure not met
+    checked against the lower bound (when no assignment can meet the target,
+    the hard constraints hold the goal back whatever it does); and `bugs`:
+    goals that ended worse than they started, or that a lower goal undid."""
+    goals, bugs = [], []
+    for found in optimizer.get("goals", []):
+        goal = dict(found, held_back=list(found.get("held_back", [])))
+        for figure in goal.get("figures", []):
+            least = bound.get(figure.get("resource") or "")
+            if figure["met"] or not least:
+                continue
+            value = least["max"] if figure["resource"].endswith("_count") else least["max_mean"]
+            if value is not None and value > figure["target"]:
+                limits = ", ".join(least.get("limited_by", [])) or "the partitions' sizes"
+                goal["held_back"].insert(0, f"hard constraints: no assignment meets the target of {figure['name']} "
+                                            f"({_plain(figure['target'])}); the lower bound is {_plain(value)} "
+                                            f"(held up by {limits})")
+        bugs += [f"goal {goal['goal']} ended worse than it started: {w}" for w in goal.get("worsened", [])]
+        bugs += [f"goal {goal['goal']} was met and a lower goal undid it: {u}" for u in goal.get("undone", [])]
+        goals.append(goal)
+    return {"rounds": optimizer.get("rounds", 0), "goals": goals, "bugs": bugs}
+
+
+def _plain(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
 
 
 def against_bound(after: dict, bound: dict, options) -> dict:
@@ -276,6 +305,7 @@ def render_markdown(report: dict) -> str:
              f"Snapshot `{report['snapshot']}`: {summary['brokers']} brokers ({summary['eligible_brokers']} eligible), "
              f"{summary['log_dirs']} log dirs, {summary['partitions']} partitions, {summary['replicas']} replicas "
              f"({human_bytes(summary['replica_bytes'])}).", "",
+             *_bug_lines(report["optimizer"].get("bugs", [])),
              "## Balance", "",
              "Over the eligible brokers (log dirs for `log_dir_*`); utilization is a fraction of capacity. "
              "`before`: the snapshot; `after`: this plan; `kafka_baseline`: Kafka's default assignment; "
@@ -291,6 +321,7 @@ def render_markdown(report: dict) -> str:
                                                                ("min", "max", "mean", "std")) +
                          f" | {_number(stats['max_mean'], 'ratio')} |")
     lines += _bound_lines(report.get("against_lower_bound", {}))
+    lines += _goal_lines(report["optimizer"].get("goals", []))
     lines += ["", "## Moves", "", "| | partitions changed | replica moves | bytes moved | moves between dirs "
               "| leader changes | estimated duration |", "|---|---|---|---|---|---|---|"]
     for label, key in (("plan", "after"), ("kafka_baseline", "kafka_baseline")):
@@ -307,6 +338,44 @@ def render_markdown(report: dict) -> str:
     lines += [f"| {step} | {seconds:.1f} |" for step, seconds in times.items()]
     lines += ["", f"Optimizer rounds: {report['optimizer']['rounds']}.", ""]
     return "\n".join(lines)
+
+
+def _bug_lines(bugs: list[str]) -> list[str]:
+    if not bugs:
+        return []
+    return (["**BUG in the optimizer: a goal made its own aim worse, or a lower goal undid a higher one. "
+             "The plan meets every hard constraint, but report this.**", ""]
+            + [f"- **{bug}**" for bug in bugs] + [""])
+
+
+def _goal_lines(goals: list[dict]) -> list[str]:
+    if not goals:
+        return []
+    lines = ["", "## Goals", "",
+             "In priority order (0: the repair of the hard constraints). Figures as the optimizer measures "
+             "them (the partitions' bytes, over the eligible brokers); lower is better.", "",
+             "| # | goal | met | figure | at start | at end | plan | target | moves | leader changes | rounds |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for goal in goals:
+        figures = goal.get("figures") or [None]
+        for i, figure in enumerate(figures):
+            head = (f"| {goal['priority']} | {goal['goal']} | {'yes' if goal['met'] else '**no**'} |" if i == 0
+                    else "| | | |")
+            if figure is None:
+                cells = "does not apply | - | - | - | - |"
+            else:
+                start = next((f["value"] for f in goal["at_start"] if f["name"] == figure["name"]), None)
+                end = next((f["value"] for f in goal["at_end"] if f["name"] == figure["name"]), None)
+                cells = " | ".join(_plain(v) if v is not None else "-" for v in
+                                   (start, end, figure["value"], figure["target"]))
+                cells = f"{figure['name']} | {cells} |"
+            tail = (f" {goal['moves']} | {goal['leader_changes']} | {goal['rounds']} of {goal['round_bound']} |"
+                    if i == 0 else " | | |")
+            lines.append(f"{head} {cells}{tail}")
+    held = [(g["goal"], reason) for g in goals if not g["met"] for reason in g["held_back"]]
+    if held:
+        lines += ["", "What held the goals not met back:", ""] + [f"- {goal}: {reason}" for goal, reason in held]
+    return lines
 
 
 def _bound_lines(gaps: dict) -> list[str]:

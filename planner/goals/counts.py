@@ -14,6 +14,7 @@ import math
 
 from kafkactl.planner.goals.base import (COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, least_follower,
                                           queues_by_media)
+from kafkactl.planner.goals.status import Figure
 
 
 def count_limit(mean: float) -> int:
@@ -48,6 +49,14 @@ class Counts(Goal):
         replicas = sum(b.replicas for b in cluster.brokers.values())
         leaders = sum(b.leaders for b in cluster.brokers.values())
         return replicas / len(brokers), leaders / len(brokers)
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        brokers = cluster.eligible_brokers()
+        replicas, leaders = self._means(cluster)
+        return [Figure("most replicas on a broker", max(b.replicas for b in brokers), count_limit(replicas),
+                       "replica_count"),
+                Figure("most leaders on a broker", max(b.leaders for b in brokers), count_limit(leaders),
+                       "leader_count")]
 
     def prepare(self, cluster: Cluster) -> None:
         replicas, leaders = self._means(cluster)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafkactl.planner.goals.base import Cluster, Dir, Goal, Replica, Selection, queues_by_media, same_broker_first
+from kafkactl.planner.goals.status import Figure
 
 
 def fill_level(cluster: Cluster, d: Dir) -> float:
@@ -137,8 +138,22 @@ def set_media_targets(cluster: Cluster, groups: list[RackVolume], kept: list[int
         cluster.util_target[(g.rack, "hdd")] = (g.total - ssd) / g.hdd_capacity
 
 
+def max_over_mean(cluster: Cluster, media: str) -> float | None:
+    """The most utilized eligible dir of a media class over the class's
+    utilization (its bytes over its capacity); None without bytes."""
+    dirs = [d for d in cluster.eligible_dirs() if d.media == media]
+    capacity = sum(d.capacity_bytes for d in dirs)
+    mean = sum(d.size_bytes for d in dirs) / capacity if capacity else 0.0
+    return max(cluster.utilization(d) for d in dirs) / mean if mean > 0 else None
+
+
 class Disk(Goal):
     name = "disk"
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        target = 1 + cluster.options.disk_tolerance
+        found = {m: max_over_mean(cluster, m) for m in sorted({d.media for d in cluster.eligible_dirs()})}
+        return [Figure(f"{m} log dir utilization max/mean", v, target, f"log_dir_utilization_{m}") for m, v in found.items() if v is not None]
 
     def prepare(self, cluster: Cluster) -> None:
         self.settled = False

@@ -23,6 +23,7 @@ from typing import Callable
 
 from kafkactl.planner.goals.base import (NETWORK_TOLERANCE, NO_LIMIT, Broker, Cluster, Goal, Replica, Selection,
                                           least_follower, queues_by_media, ratio)
+from kafkactl.planner.goals.status import Figure
 
 SWAP_BROKERS = 3        # brokers under target tried per candidate, least loaded first
 SWAP_PARTNERS = 4       # pool replicas tried per broker, nearest in size on each side
@@ -50,8 +51,23 @@ def excess(loads: dict[int, int], targets: dict[int, float], tolerance: float) -
             if load > targets[b] * (1 + tolerance) + 1}
 
 
+def max_over_mean(loads: list[tuple[int, int]]) -> float | None:
+    """Of (load, capacity) pairs: the largest load over capacity over the
+    whole's (None without load)."""
+    capacity = sum(c for _, c in loads)
+    mean = sum(x for x, _ in loads) / capacity if capacity else 0.0
+    return max(x / c for x, c in loads) / mean if mean > 0 else None
+
+
 class Network(Goal):
     name = "network"
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        brokers = cluster.eligible_brokers()
+        found = {"in": max_over_mean([(b.bytes_in, b.in_capacity) for b in brokers]),
+                 "out": max_over_mean([(b.bytes_out, b.out_capacity) for b in brokers])}
+        return [Figure(f"network {way} utilization max/mean", v, 1 + NETWORK_TOLERANCE, f"network_{way}_utilization")
+                for way, v in found.items() if v is not None]
 
     def prepare(self, cluster: Cluster) -> None:
         # moves and leader changes keep the totals, so the targets hold throughout
