@@ -21,9 +21,17 @@ bounded batch of candidate replicas:
 
 Rounds repeat per goal until the goal is met, nothing moves, or a bound
 (MAX_ROUNDS_PER_GOAL, max_moves, max_bytes_moved) stops it; a bound that
-stops a goal is logged. Every order is total (ties broken by topic,
-partition, replica index, dir id, broker id) and loads are summed as integers,
-so the same input and options give the same plan.
+stops a goal is logged.
+
+Each goal is measured (its figures against its targets, goals/status.py)
+before its rounds, after them and in the final state; while it places
+candidates, what refuses a destination (a hard constraint, a higher goal's
+guard) is counted. A goal that ends worse than it started, or a met goal a
+lower one undoes, is logged as an error and reported (Proposal.goals).
+
+Every order is total (ties broken by topic, partition, replica index, dir
+id, broker id) and loads are summed as integers, so the same input and
+options give the same plan.
 """
 
 from __future__ import annotations
@@ -334,7 +342,7 @@ class _Model:
                 goal.offer(cluster, lambda s=selection: [rep for _, rep in self.select(s)])
                 continue
             remaining = dict(selection.excess)
-            for source, rep in self.select(selection):
+            for source, rep in goal.arrange(cluster, selection, self.select(selection)):
                 if rep.key in touched or remaining.get(source, 0) <= 0:
                     continue
                 if selection.leaders_only:

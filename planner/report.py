@@ -386,7 +386,8 @@ def _bound_lines(gaps: dict) -> list[str]:
              "none does better); `limited by`: the constraints that hold the bound above perfect balance. "
              "`disk_worst_media_*`: the worst media class's max/mean (SSD and HDD trade off when racks pin "
              "a rack's bytes).", "",
-             "| resource | plan max | bound | plan / bound | bound max/mean | limited by |", "|---|---|---|---|---|---|"]
+             "| resource | plan max | bound | plan / bound | bound max/mean | limited by |",
+             "|---|---|---|---|---|---|"]
     for name, gap in gaps.items():
         unit = name if name.endswith("_count") else "ratio"
         lines.append(f"| {name} | {_number(gap['plan_max'], unit)} | {_number(gap['bound_max'], unit)} | "

@@ -411,6 +411,12 @@ class Goal:
     def start_round(self, cluster: Cluster) -> None:
         """Before the candidates of a round are placed (e.g. build queues)."""
 
+    def arrange(self, cluster: Cluster, selection: Selection,
+                candidates: list[tuple[int, Replica]]) -> list[tuple[int, Replica]]:
+        """The order in which a selection's (source, replica) candidates are
+        placed (as selected: by rank, sources interleaved)."""
+        return candidates
+
     def choose(self, cluster: Cluster, rep: Replica, selection: Selection,
                accept: Callable[[int], bool]) -> int | None:
         """The destination dir of a candidate, or None to leave it."""

@@ -45,7 +45,9 @@ def _concentrate():
                 dirs = sorted((d for d in cluster.eligible_dirs() if d.media == media),
                               key=lambda d: (cluster.utilization(d), d.dir_id))
                 excess.update({d.dir_id: d.size_bytes for d in dirs[:-1] if d.size_bytes})
-            return [Selection("disk", "dir_id", excess, "size_bytes", ("size_bytes DESC",), fit=False)] if excess else []
+            if not excess:
+                return []
+            return [Selection("disk", "dir_id", excess, "size_bytes", ("size_bytes DESC",), fit=False)]
 
         def stuck(self, cluster):
             return False

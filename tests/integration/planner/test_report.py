@@ -116,19 +116,19 @@ def test_each_goal_says_met_or_not_and_what_held_it_back(unequal):
     goals = {g["goal"]: g for g in result["optimizer"]["goals"]}
     assert list(goals) == ["repair", *GOALS] and [g["priority"] for g in goals.values()] == list(range(6))
     assert goals["repair"]["met"] and goals["repair"]["figures"][0]["value"] == 0
-    # rack r3's 3 brokers hold a replica of each of the 30 partitions: 10 each where the count limit is 9
+    # rack r3's 3 brokers hold a replica of each of the 30 partitions: 10 each where the count limit is 8
     counts = goals["counts"]
     replicas = counts["figures"][0]
     assert (replicas["name"], replicas["value"], replicas["target"], replicas["met"]) == (
-        "most replicas on a broker", 10, 9, False)
+        "most replicas on a broker", 10, 8, False)
     assert not counts["met"]
     assert counts["held_back"][0] == ("hard constraints: no assignment meets the target of most replicas on a "
-                                      "broker (9); the lower bound is 10 (held up by rack spread, whole counts)")
+                                      "broker (8); the lower bound is 10 (held up by rack spread, whole counts)")
     assert any(reason.startswith("a hard constraint (rack spread)") for reason in counts["held_back"])
     disk = goals["disk"]
     assert disk["figures"][0]["value"] == pytest.approx(4 / 3) and not disk["met"]
     assert "the lower bound is 1.333 (held up by rack spread)" in disk["held_back"][0]
-    assert "| 4 | counts | **no** | most replicas on a broker | 10 | 10 | 10 | 9 |" in markdown
+    assert "| 4 | counts | **no** | most replicas on a broker | 10 | 10 | 10 | 8 |" in markdown
     assert f"- counts: {counts['held_back'][0]}" in markdown
 
 

@@ -66,7 +66,7 @@ def test_the_goals_measure_their_own_aims():
     assert disk == {"hdd log dir utilization max/mean": (1.0, 1.05, "log_dir_utilization_hdd"),
                     "ssd log dir utilization max/mean": (pytest.approx(1.5), 1.05, "log_dir_utilization_ssd")}
     counts = [(f.value, f.target) for f in Counts().measure(c)]
-    assert counts == [(9, 6), (4, 3)]                        # means 5 and 2: limits ceil(5.5), ceil(2.2)
+    assert counts == [(9, 5), (4, 2)]                        # means 5 and 2: limits floor(5.5), floor(2.2)
     assert [(f.name, f.value) for f in Network().measure(c)][0] == ("network in utilization max/mean", 1.8)
     assert [(f.name, f.value) for f in HotOnSsd().measure(c)] == [("hot bytes on HDD dirs", 50)]
     c.brokers[3].bytes_in = 900                              # above 0.8 x 1,000
