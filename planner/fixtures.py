@@ -155,6 +155,110 @@ FIXTURES = {f.__name__: f for f in (unbalanced_two_racks, hot_partitions_on_hdd,
                                     decommission_one, rack_constraint_unsatisfiable, unequal_racks, skewed)}
 
 
+# --- a larger skewed snapshot, for the benchmark
+
+TB = 10**12
+SKEWED_RACKS = (5, 4, 3)          # brokers per rack, in proportion
+TOPIC_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+
+
+def write_skewed(directory, partitions: int, brokers: int, seed: int = 0, disk_fill: float = 0.4,
+                 network_fill: float = 0.3) -> tuple[int, ...]:
+    """A skewed snapshot as JSON Lines in `directory`; returns the new, empty
+    brokers (for --add-brokers).
+
+    Racks in the proportion 5:4:3 and RF 3, so each rack holds a replica of
+    every partition and the smallest rack's brokers carry the most; every
+    fourth broker has HDD dirs only (3 x 4 TB; the others one 3 TB SSD and two
+    4 TB HDDs); every sixth is new and empty; 5 % of the topics are hot (30x
+    the rate, short retention) and sit on HDD dirs. Sizes and rates are
+    lognormal per topic; replicas by Kafka's rack-aware assignment over the
+    brokers holding data, dirs by fewest partitions as Kafka picks them;
+    sizes scaled to `disk_fill` of the holders' capacity (less if a dir
+    would be over 92 % full), rates to `network_fill` of their inbound
+    capacity. The same arguments give the
+    same files."""
+    import random
+
+    import numpy as np
+
+    from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
+
+    rng = np.random.default_rng(seed)
+    racks = _skewed_racks(brokers)
+    new = tuple(b for b in range(1, brokers + 1) if b % 6 == 0)
+    hdd_only = {b for b in range(1, brokers + 1) if b % 4 == 0 and b not in new}
+    broker_rows = [{"broker_id": b, "rack": racks[b],
+                    "network_in_capacity_bytes_per_s": 1_250_000_000 // (2 if b % 5 == 0 else 1),
+                    "network_out_capacity_bytes_per_s": 1_250_000_000 // (2 if b % 5 == 0 else 1)}
+                   for b in range(1, brokers + 1)]
+    dirs = {b: ([("/data/hdd0", "hdd"), ("/data/hdd1", "hdd"), ("/data/hdd2", "hdd")] if b in hdd_only
+                else [("/data/ssd0", "ssd"), ("/data/hdd0", "hdd"), ("/data/hdd1", "hdd")]) for b in racks}
+    capacity = {"ssd": 3 * TB, "hdd": 4 * TB}
+    holders = [BrokerInfo(b, racks[b]) for b in sorted(racks) if b not in new]
+    rows, held = [], {(b, path): 0 for b in dirs for path, _ in dirs[b]}
+    topic = 0
+    while len(rows) < partitions:
+        count = min(partitions - len(rows), int(rng.choice(TOPIC_SIZES)))
+        hot = rng.random() < 0.05
+        rate = rng.lognormal(np.log(2e5), 1.2) * (30 if hot else 1)
+        retention = 3600 if hot else int(rng.choice((6 * 3600, 86400, 3 * 86400, 7 * 86400)))
+        fanout = int(rng.integers(1, 5))
+        name = f"{'hot' if hot else 'topic'}-{topic:05d}"
+        for p, replicas in sorted(assign_replicas(holders, count, 3, rng=random.Random(seed * 7919 + topic)).items()):
+            rate_in = rate * rng.lognormal(0.0, 0.5)
+            paths = [_skewed_dir(dirs[b], b, held, hot) for b in replicas]
+            rows.append({"topic": name, "partition": p, "replicas": replicas, "leader": replicas[0],
+                         "log_dirs": paths, "size_bytes": rate_in * retention, "bytes_in_per_s": rate_in,
+                         "bytes_out_per_s": rate_in * fanout})
+        topic += 1
+    room = sum(capacity[m] for b in dirs if b not in new for _, m in dirs[b])
+    inbound = sum(r["network_in_capacity_bytes_per_s"] for r in broker_rows if r["broker_id"] not in new)
+    size_scale = disk_fill * room / (3 * sum(r["size_bytes"] for r in rows))
+    rate_scale = network_fill * inbound / (3 * sum(r["bytes_in_per_s"] for r in rows))
+    used: dict[tuple[int, str], float] = {}
+    for r in rows:
+        for b, path in zip(r["replicas"], r["log_dirs"]):
+            used[(b, path)] = used.get((b, path), 0) + r["size_bytes"] * size_scale
+    media = {(b, path): m for b in dirs for path, m in dirs[b]}
+    # Kafka is blind to sizes: a dir may come out over full; shrink all so the fullest is at 92 %
+    size_scale *= min(1.0, 0.92 / max(v / capacity[media[k]] for k, v in used.items()))
+    used = {}
+    for r in rows:
+        r["size_bytes"] = int(r["size_bytes"] * size_scale)
+        r["bytes_in_per_s"] = round(r["bytes_in_per_s"] * rate_scale, 1)
+        r["bytes_out_per_s"] = round(r["bytes_out_per_s"] * rate_scale, 1)
+        for b, path in zip(r["replicas"], r["log_dirs"]):
+            used[(b, path)] = used.get((b, path), 0) + r["size_bytes"]
+    dir_rows = [{"broker_id": b, "path": path, "media": media, "capacity_bytes": capacity[media],
+                 "used_bytes": used.get((b, path), 0)} for b in sorted(dirs) for path, media in dirs[b]]
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for table, table_rows in (("brokers", broker_rows), ("log_dirs", dir_rows), ("partitions", rows)):
+        write_jsonl(directory / f"{table}.jsonl", table_rows)
+    return new
+
+
+def _skewed_racks(brokers: int) -> dict[int, str]:
+    """Brokers 1..n in contiguous racks r1, r2, r3 in the proportion 5:4:3."""
+    sizes = [brokers * share // sum(SKEWED_RACKS) for share in SKEWED_RACKS[:2]]
+    sizes.append(brokers - sum(sizes))
+    racks, broker = {}, 1
+    for index, size in enumerate(sizes):
+        for _ in range(size):
+            racks[broker] = f"r{index + 1}"
+            broker += 1
+    return racks
+
+
+def _skewed_dir(paths: list[tuple[str, str]], broker: int, held: dict, hot: bool) -> str:
+    """Kafka's pick (fewest partitions); a hot partition's replica on the HDD dir with fewest."""
+    eligible = [p for p, m in paths if m == "hdd"] if hot else [p for p, _ in paths]
+    path = min(eligible, key=lambda p: (held[(broker, p)], p))
+    held[(broker, path)] += 1
+    return path
+
+
 def fixture(name: str) -> Fixture:
     try:
         return FIXTURES[name]()
