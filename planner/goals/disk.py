@@ -33,8 +33,11 @@ was, the source no emptier than the destination was).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
 
-from kafkactl.planner.goals.base import Cluster, Dir, Goal, Replica, Selection, queues_by_media, same_broker_first
+from kafkactl.planner.goals.base import (Cluster, DestinationQueue, Dir, Goal, Replica, Selection, queues_by_media,
+                                          same_broker_first)
 from kafkactl.planner.goals.status import Figure
 
 
@@ -222,6 +225,8 @@ def shed_order(reps: list[Replica], excess: int, count: int) -> list[Replica]:
 
 class Disk(Goal):
     name = "disk"
+    # destinations for sources on brokers holding too many replicas (start_round)
+    by_count: Mapping[str, DestinationQueue] = MappingProxyType({})
 
     def measure(self, cluster: Cluster) -> list[Figure]:
         target = 1 + cluster.options.disk_tolerance
