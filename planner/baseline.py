@@ -15,14 +15,11 @@ LogManager.nextLogDirs), counting the replicas it keeps, new replicas taken
 in (topic, partition) order, ties to the lower path. Kafka is blind to size
 and media, and so is this.
 
-The lower bound: perfect balance, every broker (or dir) at total load over
-total capacity, so max/mean = 1.0; for counts, the even split (each broker
-floor or ceil of the mean).
+The other baseline, the lower bound, is planner/bounds.py.
 """
 
 from __future__ import annotations
 
-import math
 import random
 
 ASSIGNED_SCHEMA = "topic string, partition int, replicas array<int>"
@@ -114,61 +111,3 @@ def _place_on_broker(frame, paths):
         counts[target] += 1
         chosen.append((row.topic, row.partition, row.index, target))
     return pd.DataFrame(chosen, columns=["topic", "partition", "index", "path"])
-
-
-# --- the lower bound
-
-def even_split(total: float, count: int) -> dict:
-    """min/max/mean/std/max_mean of `total` whole units split as evenly as can be over `count`."""
-    if count == 0:
-        return _stats(0.0, 0.0, 0.0, 0.0)
-    mean = total / count
-    low, high = math.floor(mean), math.ceil(mean)
-    share = (total - low * count) / count        # fraction of brokers at `high`
-    std = (high - low) * math.sqrt(share * (1 - share))
-    return _stats(low if share < 1 else high, high if share > 0 else low, mean, std)
-
-
-def perfect_balance(load: float, capacity: float) -> dict:
-    ratio = load / capacity if capacity else 0.0
-    return _stats(ratio, ratio, ratio, 0.0)
-
-
-def _stats(low: float, high: float, mean: float, std: float) -> dict:
-    return {"min": float(low), "max": float(high), "mean": float(mean), "std": float(std),
-            "max_mean": float(high / mean) if mean else None}
-
-
-def lower_bound(snapshot, options) -> dict:
-    """Per resource (the report's names), the statistics of perfect balance over the eligible brokers."""
-    from kafkactl.planner.usage import held_bytes, snapshot_tables
-
-    broker_rows, dir_rows = snapshot_tables(snapshot)
-    excluded = set(options.exclude_brokers)
-    eligible = [b for b in broker_rows if b.broker_id not in excluded]
-    capacity_in = sum(b.network_in_capacity_bytes_per_s for b in eligible)
-    capacity_out = sum(b.network_out_capacity_bytes_per_s for b in eligible)
-    load = snapshot.partitions.selectExpr(
-        "sum(size(replicas)) AS replicas", "count(*) AS partitions",
-        "sum(bytes_in_per_s * size(replicas)) AS `in`", "sum(bytes_out_per_s) AS out",
-        "sum(bytes_out_per_s * size(replicas)) AS potential_out").first()
-    # Data stays in its media class: each class's bytes over the class's eligible capacity.
-    held = held_bytes(snapshot)
-    media: dict[str, list] = {}
-    for d in dir_rows:
-        # a dir's projected used bytes with the current assignment: what else it holds plus its replicas
-        here = held.get((d.broker_id, d.path), 0)
-        used = max(d.used_bytes - here, 0) + here
-        totals = media.setdefault(d.media, [0, 0])
-        totals[0] += used
-        totals[1] += 0 if d.broker_id in excluded else d.capacity_bytes
-    bounds = {}
-    for medium, (used, cap) in sorted(media.items()):
-        bounds[f"disk_utilization_{medium}"] = perfect_balance(used, cap)
-        bounds[f"log_dir_utilization_{medium}"] = perfect_balance(used, cap)
-    bounds["network_in_utilization"] = perfect_balance(load["in"] or 0.0, capacity_in)
-    bounds["network_out_utilization"] = perfect_balance(load.out or 0.0, capacity_out)
-    bounds["potential_network_out_utilization"] = perfect_balance(load.potential_out or 0.0, capacity_out)
-    bounds["replica_count"] = even_split(load.replicas or 0, len(eligible))
-    bounds["leader_count"] = even_split(load.partitions or 0, len(eligible))
-    return bounds

@@ -188,7 +188,7 @@ def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None, ch
 
 
 def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize, clock) -> dict:
-    from kafkactl.planner import baseline, report
+    from kafkactl.planner import baseline, bounds, report
     from kafkactl.planner.constraints import infeasible
 
     reasons = infeasible(snapshot, options)
@@ -208,12 +208,12 @@ def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize,
             [assignment, snapshot.partitions, kafka], snapshot, options, options.throttle_bytes_per_s)
         _refuse_broken(after, options)
         clock.lap("check_and_evaluate")
-        bound = baseline.lower_bound(snapshot, options)
+        bound = bounds.lower_bound(snapshot, options, after["log_dirs"])
         clock.lap("baselines")
         counts = report.snapshot_counts(snapshot, options)
         times = clock.laps()
         result = report.build(str(snapshot_dir), options, counts, before, after, kafka_figures, bound,
-                              proposal.rounds, times)
+                              {"rounds": proposal.rounds, "goals": proposal.goals}, times)
         result["snapshot_reassigning_partitions"] = snapshot.checked.reassigning_partitions
         _write_atomically(out_dir, lambda directory: _write_outputs(assignment, snapshot, result, directory, clock))
         return result

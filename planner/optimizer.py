@@ -21,9 +21,17 @@ bounded batch of candidate replicas:
 
 Rounds repeat per goal until the goal is met, nothing moves, or a bound
 (MAX_ROUNDS_PER_GOAL, max_moves, max_bytes_moved) stops it; a bound that
-stops a goal is logged. Every order is total (ties broken by topic,
-partition, replica index, dir id, broker id) and loads are summed as integers,
-so the same input and options give the same plan.
+stops a goal is logged.
+
+Each goal is measured (its figures against its targets, goals/status.py)
+before its rounds, after them and in the final state; while it places
+candidates, what refuses a destination (a hard constraint, a higher goal's
+guard) is counted. A goal that ends worse than it started, or a met goal a
+lower one undoes, is logged as an error and reported (Proposal.goals).
+
+Every order is total (ties broken by topic, partition, replica index, dir
+id, broker id) and loads are summed as integers, so the same input and
+options give the same plan.
 """
 
 from __future__ import annotations
@@ -33,9 +41,11 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkactl.planner.goals import SOFT_GOALS, Repair
-from kafkactl.planner.goals.base import Broker, Cluster, Dir, Replica
+from kafkactl.planner.goals.base import SAME_DIR, Broker, Cluster, Dir, Replica
 from kafkactl.planner.goals.hot_on_ssd import HotOnSsd, hot_budget_bytes
 from kafkactl.planner.goals.repair import PartitionTotals, infeasible, violations
+from kafkactl.planner.goals.status import GoalStatus
+from kafkactl.planner.goals.topic_spread import TopicSpread, enrich, surplus_sql
 from kafkactl.planner.proposal import Proposal
 
 if TYPE_CHECKING:
@@ -76,17 +86,21 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
     for goal in goals:
         if isinstance(goal, HotOnSsd):
             goal.prepare(model.cluster)   # the media classes' targets, which repair places by
-    rounds = 0
+    rounds, statuses = 0, []
     for position, goal in enumerate(goals):
-        rounds += model.run_goal(goal, goals[1:position])
+        statuses.append(model.run_goal(goal, goals[1:position], position))
+        rounds += statuses[-1].rounds
         if isinstance(goal, Repair):
-            left = violations(model.cluster, model.rack_violations())
+            left = violations(model.cluster, model.cluster.rack_violations)
             if left:
                 why = ("max_moves / max_bytes_moved reached" if model.budget_hit
                        else f"no placement found in {rounds} rounds")
+                model.finish(goals[:1], statuses)
                 model.release()
-                return Proposal(snapshot.partitions, [f"{v} ({why})" for v in left], rounds)
-    return Proposal(model.assignment(), [], rounds)
+                return Proposal(snapshot.partitions, [f"{v} ({why})" for v in left], rounds,
+                                [s.to_dict() for s in statuses])
+    model.finish(goals, statuses)
+    return Proposal(model.assignment(), [], rounds, [s.to_dict() for s in statuses])
 
 
 class _Model:
@@ -99,6 +113,8 @@ class _Model:
         self.excluded = sorted(set(options.exclude_brokers))
         self.budget_hit = False
         self.batch = BATCH_MIN
+        self.status = GoalStatus("", 0, [])     # the goal running now
+        self._counted_at: dict[str, int] = {}   # Spark-counted figure -> moves + leader changes when counted
         dir_rows = snapshot.log_dirs.select("broker_id", "path", "media", "capacity_bytes") \
             .orderBy("broker_id", "path").collect()
         broker_rows = snapshot.brokers.orderBy("broker_id").collect()
@@ -242,13 +258,49 @@ class _Model:
 
     # ---- rounds -------------------------------------------------------------
 
-    def run_goal(self, goal, higher) -> int:
-        """Rounds of one goal; returns how many ran."""
+    def run_goal(self, goal, higher, priority: int) -> GoalStatus:
+        """Rounds of one goal, measured before and after (goals/status.py)."""
         goal.prepare(self.cluster)
+        cluster = self.cluster
+        self._count_for(goal)
+        limit = REPAIR_ROUNDS if isinstance(goal, Repair) else MAX_ROUNDS_PER_GOAL
+        status = GoalStatus(goal.name, priority, goal.measure(cluster), round_bound=limit)
+        done = (cluster.moves, cluster.bytes_moved, cluster.leader_changes)
+        self.status, budget_before = status, self.budget_hit
         try:
-            return self._rounds(goal, higher)
+            status.rounds = self._rounds(goal, higher, limit)
         finally:
             log.info("after %s: %s", goal.name, self._balance())
+        status.moves, status.bytes_moved, status.leader_changes = (
+            cluster.moves - done[0], cluster.bytes_moved - done[1], cluster.leader_changes - done[2])
+        status.budget_hit = self.budget_hit and not budget_before or status.refusals.counts.get("budget", 0) > 0
+        self._count_for(goal)
+        status.end = goal.measure(cluster)
+        for problem in status.worsened():
+            log.error("BUG: goal %s ended worse than it started: %s", goal.name, problem)
+        return status
+
+    def finish(self, goals, statuses) -> None:
+        """Every goal's figures in the final state, and whether a lower goal undid one."""
+        moved = self.cluster.moves + self.cluster.leader_changes
+        for goal, status in zip(goals, statuses):
+            if isinstance(goal, TopicSpread) and moved != self._counted_at.get("topic_surplus"):
+                self._count_for(goal)
+            status.final = goal.measure(self.cluster)
+            for problem in status.undone():
+                log.error("BUG: goal %s was met and a lower goal undid it: %s", goal.name, problem)
+
+    def _count_for(self, goal) -> None:
+        """The figures a goal's measure needs from Spark: rack violations
+        (repair), movable topic surplus (topic_spread)."""
+        moved = self.cluster.moves + self.cluster.leader_changes
+        if isinstance(goal, Repair) and self._counted_at.get("rack_violations") != moved:
+            self.cluster.rack_violations = self.rack_violations()
+            self._counted_at["rack_violations"] = moved
+        if isinstance(goal, TopicSpread):
+            view = enrich(self.replicas(), len(self.cluster.eligible_brokers()))
+            self.cluster.topic_surplus = view.where(surplus_sql(self.cluster)).count()
+            self._counted_at["topic_surplus"] = moved
 
     def _balance(self) -> str:
         """Per media class, the least and most utilized dir over target."""
@@ -260,11 +312,10 @@ class _Model:
                 parts.append(f"{media} {min(ratios):.3f}..{max(ratios):.3f} of target")
         return ", ".join(parts)
 
-    def _rounds(self, goal, higher) -> int:
-        limit = REPAIR_ROUNDS if isinstance(goal, Repair) else MAX_ROUNDS_PER_GOAL
+    def _rounds(self, goal, higher, limit: int) -> int:
         for round_number in range(limit):
             if isinstance(goal, Repair):
-                self.cluster.rack_violations = self.rack_violations()
+                self._count_for(goal)
             selections = goal.selections(self.cluster)
             if not selections:
                 return round_number
@@ -275,8 +326,11 @@ class _Model:
                      self.cluster.moves, self.cluster.bytes_moved, self.cluster.leader_changes)
             if not acted and not goal.stuck(self.cluster):
                 return round_number + 1
+        if isinstance(goal, Repair):
+            self._count_for(goal)
         if goal.selections(self.cluster):    # (met by its last round: no warning)
             log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
+            self.status.stopped_by_round_bound = True
         return limit
 
     def _round(self, goal, selections, higher) -> dict:
@@ -288,7 +342,7 @@ class _Model:
                 goal.offer(cluster, lambda s=selection: [rep for _, rep in self.select(s)])
                 continue
             remaining = dict(selection.excess)
-            for source, rep in self.select(selection):
+            for source, rep in goal.arrange(cluster, selection, self.select(selection)):
                 if rep.key in touched or remaining.get(source, 0) <= 0:
                     continue
                 if selection.leaders_only:
@@ -308,10 +362,13 @@ class _Model:
             if not self.budget_hit:
                 log.warning("max_moves / max_bytes_moved reached: later moves are left out")
             self.budget_hit = True
+            self.status.refusals.counts["budget"] += 1
             return False
+        seen = self.status.refusals.candidate()
 
         def accept(to_dir):
-            return cluster.hard_ok(rep, to_dir) and all(g.guard(cluster, rep, to_dir) for g in higher)
+            return _accepted(cluster.hard_reason(rep, to_dir), seen, higher,
+                             lambda g: g.guard(cluster, rep, to_dir))
 
         to_dir = goal.choose(cluster, rep, selection, accept)
         if to_dir is not None:
@@ -327,6 +384,7 @@ class _Model:
 
         partner = goal.choose_swap(cluster, rep, selection, accept_swap)
         if partner is None:
+            seen.left()
             return False
         to_dir, back_dir = partner.dir_id, rep.dir_id
         moves.append(cluster.apply_move(rep, to_dir))
@@ -337,13 +395,15 @@ class _Model:
 
     def _lead(self, goal, selection, rep: Replica, higher, leads) -> bool:
         cluster = self.cluster
+        seen = self.status.refusals.candidate()
 
         def accept(index):
-            return cluster.leader_ok(rep, index) and all(
-                g.guard_leader(cluster, rep, index) for g in higher)
+            return _accepted(cluster.leader_reason(rep, index), seen, higher,
+                             lambda g: g.guard_leader(cluster, rep, index))
 
         index = goal.choose_leader(cluster, rep, selection, accept)
         if index is None:
+            seen.left()
             return False
         leads.append(cluster.apply_leader(rep, index))
         return True
@@ -421,6 +481,20 @@ class _Model:
 
     def release(self) -> None:
         self.state.unpersist()
+
+
+def _accepted(hard_reason, seen, higher, guard) -> bool:
+    """A destination meets every hard constraint and every higher goal's
+    guard; what refused it is noted for the goal report."""
+    if hard_reason is not None:
+        if hard_reason != SAME_DIR:
+            seen.hard(hard_reason)
+        return False
+    for g in higher:
+        if not guard(g):
+            seen.veto(g.name)
+            return False
+    return True
 
 
 def _sql_string(value: str) -> str:

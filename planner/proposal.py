@@ -15,8 +15,11 @@ class Proposal:
     unsatisfied: hard constraints that cannot be met, each with why; when
       not empty, no plan is written.
     rounds: how many rounds of moves the optimizer ran (for the report).
+    goals: per goal, in priority order, what it reached (the optimizer's
+      goal reports, as dicts; see planner/goals/status.py).
     """
 
     assignment: object          # pyspark DataFrame
     unsatisfied: list[str] = field(default_factory=list)
     rounds: int = 0
+    goals: list[dict] = field(default_factory=list)

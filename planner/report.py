@@ -171,7 +171,9 @@ def _against_current(assignment, snapshot):
 # --- the report as data, markdown and a chart
 
 def build(snapshot_dir: str, options, counts: dict, before: dict, after: dict, baseline: dict, bound: dict,
-          rounds: int, compute_time_s: dict) -> dict:
+          optimizer: dict, compute_time_s: dict) -> dict:
+    """The report as data. bound: bounds.lower_bound's figures; optimizer:
+    {"rounds": int, "goals": [goal report dicts]} (goals may be absent)."""
     from dataclasses import asdict
 
     resources = {name: {"before": before["resources"].get(name), "after": after["resources"].get(name),
@@ -185,14 +187,92 @@ def build(snapshot_dir: str, options, counts: dict, before: dict, after: dict, b
     dirs = [{"broker_id": d["broker_id"], "path": d["path"], "media": d["media"],
              "capacity_bytes": d["capacity_bytes"], "before_used_bytes": d["used_bytes"],
              "after_used_bytes": after_dirs[(d["broker_id"], d["path"])]["used_bytes"]} for d in before["log_dirs"]]
+    gaps = against_bound(after, bound, options)
     return {"snapshot": snapshot_dir, "options": {k: list(v) if isinstance(v, tuple) else v
                                                   for k, v in asdict(options).items()},
-            "summary": counts, "resources": resources,
+            "summary": counts, "resources": resources, "against_lower_bound": gaps,
             "violations": {"before": before["violations"], "after": after["violations"],
                            "kafka_baseline": baseline["violations"]},
             "moves": {"after": after["moves"], "kafka_baseline": baseline["moves"]},
-            "optimizer": {"rounds": rounds}, "compute_time_s": compute_time_s,
-            "brokers": brokers, "log_dirs": dirs}
+            "optimizer": goal_reports(optimizer, bound),
+            "compute_time_s": compute_time_s, "brokers": brokers, "log_dirs": dirs}
+
+
+def goal_reports(optimizer: dict, bound: dict) -> dict:
+    """The optimizer's goal reports, in priority order, each figure not met
+    checked against the lower bound (when no assignment can meet the target,
+    the hard constraints hold the goal back whatever it does); and `bugs`:
+    goals that ended worse than they started, or that a lower goal undid."""
+    goals, bugs = [], []
+    for found in optimizer.get("goals", []):
+        goal = dict(found, held_back=list(found.get("held_back", [])))
+        for figure in goal.get("figures", []):
+            least = bound.get(figure.get("resource") or "")
+            if figure["met"] or not least:
+                continue
+            value = least["max"] if figure["resource"].endswith("_count") else least["max_mean"]
+            if value is not None and value > figure["target"]:
+                limits = ", ".join(least.get("limited_by", [])) or "the partitions' sizes"
+                goal["held_back"].insert(0, f"hard constraints: no assignment meets the target of {figure['name']} "
+                                            f"({_plain(figure['target'])}); the lower bound is {_plain(value)} "
+                                            f"(held up by {limits})")
+        bugs += [f"goal {goal['goal']} ended worse than it started: {w}" for w in goal.get("worsened", [])]
+        bugs += [f"goal {goal['goal']} was met and a lower goal undid it: {u}" for u in goal.get("undone", [])]
+        goals.append(goal)
+    return {"rounds": optimizer.get("rounds", 0), "goals": goals, "bugs": bugs}
+
+
+def _plain(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
+
+
+def against_bound(after: dict, bound: dict, options) -> dict:
+    """Per resource, the plan's largest figure over the bound (>= 1; 1.000:
+    no assignment meeting the hard constraints does better), with what lifts
+    the bound above perfect balance; and disk_worst_media: the worst of the
+    media classes' max over mean, for dirs and for brokers, against the
+    least any assignment with the same bytes per media class reaches."""
+    gaps = {}
+    for name in RESOURCES:
+        plan, least = after["resources"].get(name), bound.get(name)
+        if plan is None or least is None:
+            continue
+        gaps[name] = {"plan_max": plan["max"], "bound_max": least["max"],
+                      "ratio": plan["max"] / least["max"] if least["max"] else None,
+                      "bound_max_mean": least["max_mean"], "limited_by": list(least.get("limited_by", []))}
+    worst = bound.get("disk_worst_media") or {}
+    plan_worst = worst_media(after, options)
+    for kind, least in sorted(worst.items()):
+        if plan_worst.get(kind) is None:
+            continue
+        gaps[f"disk_worst_media_{kind}"] = {
+            "plan_max": plan_worst[kind], "bound_max": least["max"],
+            "ratio": plan_worst[kind] / least["max"] if least["max"] else None,
+            "bound_max_mean": least["max_mean"], "limited_by": list(least.get("limited_by", []))}
+    return gaps
+
+
+def worst_media(state: dict, options) -> dict:
+    """Of an evaluated state: over the media classes, the largest utilization
+    over the class's mean (its bytes over its capacity, eligible brokers),
+    per log dir and per broker."""
+    excluded = set(options.exclude_brokers)
+    dirs = [d for d in state["log_dirs"] if d["broker_id"] not in excluded]
+    worst: dict[str, float | None] = {"log_dir": None, "broker": None}
+    for medium in sorted({d["media"] for d in dirs}):
+        mine = [d for d in dirs if d["media"] == medium]
+        mean = sum(d["used_bytes"] for d in mine) / sum(d["capacity_bytes"] for d in mine)
+        if mean <= 0:
+            continue
+        per_broker: dict[int, list[int]] = {}
+        for d in mine:
+            held = per_broker.setdefault(d["broker_id"], [0, 0])
+            held[0] += d["used_bytes"]
+            held[1] += d["capacity_bytes"]
+        for kind, value in (("log_dir", max(d["utilization"] for d in mine) / mean),
+                            ("broker", max(u / c for u, c in per_broker.values()) / mean)):
+            worst[kind] = value if worst[kind] is None else max(worst[kind], value)
+    return worst
 
 
 def _broker_figures(row: dict) -> dict:
@@ -225,10 +305,12 @@ def render_markdown(report: dict) -> str:
              f"Snapshot `{report['snapshot']}`: {summary['brokers']} brokers ({summary['eligible_brokers']} eligible), "
              f"{summary['log_dirs']} log dirs, {summary['partitions']} partitions, {summary['replicas']} replicas "
              f"({human_bytes(summary['replica_bytes'])}).", "",
+             *_bug_lines(report["optimizer"].get("bugs", [])),
              "## Balance", "",
              "Over the eligible brokers (log dirs for `log_dir_*`); utilization is a fraction of capacity. "
              "`before`: the snapshot; `after`: this plan; `kafka_baseline`: Kafka's default assignment; "
-             "`lower_bound`: perfect balance.", "",
+             "`lower_bound`: its max is the least max any assignment meeting the hard constraints reaches "
+             "(disk: with this plan's bytes per media class), its mean perfect balance.", "",
              "| resource | state | min | max | mean | std | max/mean |", "|---|---|---|---|---|---|---|"]
     for name, states in report["resources"].items():
         for state in STATES:
@@ -238,6 +320,8 @@ def render_markdown(report: dict) -> str:
             lines.append(f"| {name} | {state} | " + " | ".join(_number(stats[k], name) for k in
                                                                ("min", "max", "mean", "std")) +
                          f" | {_number(stats['max_mean'], 'ratio')} |")
+    lines += _bound_lines(report.get("against_lower_bound", {}))
+    lines += _goal_lines(report["optimizer"].get("goals", []))
     lines += ["", "## Moves", "", "| | partitions changed | replica moves | bytes moved | moves between dirs "
               "| leader changes | estimated duration |", "|---|---|---|---|---|---|---|"]
     for label, key in (("plan", "after"), ("kafka_baseline", "kafka_baseline")):
@@ -254,6 +338,62 @@ def render_markdown(report: dict) -> str:
     lines += [f"| {step} | {seconds:.1f} |" for step, seconds in times.items()]
     lines += ["", f"Optimizer rounds: {report['optimizer']['rounds']}.", ""]
     return "\n".join(lines)
+
+
+def _bug_lines(bugs: list[str]) -> list[str]:
+    if not bugs:
+        return []
+    return (["**BUG in the optimizer: a goal made its own aim worse, or a lower goal undid a higher one. "
+             "The plan meets every hard constraint, but report this.**", ""]
+            + [f"- **{bug}**" for bug in bugs] + [""])
+
+
+def _goal_lines(goals: list[dict]) -> list[str]:
+    if not goals:
+        return []
+    lines = ["", "## Goals", "",
+             "In priority order (0: the repair of the hard constraints). Figures as the optimizer measures "
+             "them (the partitions' bytes, over the eligible brokers); lower is better.", "",
+             "| # | goal | met | figure | at start | at end | plan | target | moves | leader changes | rounds |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for goal in goals:
+        figures = goal.get("figures") or [None]
+        for i, figure in enumerate(figures):
+            head = (f"| {goal['priority']} | {goal['goal']} | {'yes' if goal['met'] else '**no**'} |" if i == 0
+                    else "| | | |")
+            if figure is None:
+                cells = "does not apply | - | - | - | - |"
+            else:
+                start = next((f["value"] for f in goal["at_start"] if f["name"] == figure["name"]), None)
+                end = next((f["value"] for f in goal["at_end"] if f["name"] == figure["name"]), None)
+                cells = " | ".join(_plain(v) if v is not None else "-" for v in
+                                   (start, end, figure["value"], figure["target"]))
+                cells = f"{figure['name']} | {cells} |"
+            tail = (f" {goal['moves']} | {goal['leader_changes']} | {goal['rounds']} of {goal['round_bound']} |"
+                    if i == 0 else " | | |")
+            lines.append(f"{head} {cells}{tail}")
+    held = [(g["goal"], reason) for g in goals if not g["met"] for reason in g["held_back"]]
+    if held:
+        lines += ["", "What held the goals not met back:", ""] + [f"- {goal}: {reason}" for goal, reason in held]
+    return lines
+
+
+def _bound_lines(gaps: dict) -> list[str]:
+    if not gaps:
+        return []
+    lines = ["", "## Against the lower bound", "",
+             "The plan's max over the least max any assignment meeting the hard constraints reaches (1.000: "
+             "none does better); `limited by`: the constraints that hold the bound above perfect balance. "
+             "`disk_worst_media_*`: the worst media class's max/mean (SSD and HDD trade off when racks pin "
+             "a rack's bytes).", "",
+             "| resource | plan max | bound | plan / bound | bound max/mean | limited by |",
+             "|---|---|---|---|---|---|"]
+    for name, gap in gaps.items():
+        unit = name if name.endswith("_count") else "ratio"
+        lines.append(f"| {name} | {_number(gap['plan_max'], unit)} | {_number(gap['bound_max'], unit)} | "
+                     f"{_number(gap['ratio'], 'ratio')} | {_number(gap['bound_max_mean'], 'ratio')} | "
+                     f"{', '.join(gap['limited_by']) or '-'} |")
+    return lines
 
 
 def _violation_lines(violations: dict) -> list[str]:

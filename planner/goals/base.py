@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping
 
+from kafkactl.planner.goals.status import Figure
+
 # Soft tolerances where PlannerOptions has none (Cruise Control keeps its
 # network and count goals within about 10 % of the average as well).
 NETWORK_TOLERANCE = 0.10
@@ -31,6 +33,7 @@ COUNT_TOLERANCE = 0.10
 # like any other space (a policy: the hottest quarter is what pays for SSD).
 HOT_BUDGET_SHARE = 0.25
 NO_LIMIT = 1 << 60          # an excess with no limit (doubled in Spark: no overflow)
+SAME_DIR = "same dir"       # Cluster.hard_reason: the replica is there already (not a refusal)
 
 
 @dataclass
@@ -146,6 +149,8 @@ class Cluster:
         self.moves = 0
         self.bytes_moved = 0
         self.leader_changes = 0
+        self.rack_violations = 0       # replicas sharing a rack they could avoid (the optimizer counts them)
+        self.topic_surplus = 0         # topic_spread's movable surplus replicas (counted when it is measured)
         eligible = [b for b in self.brokers.values() if b.eligible]
         racks = {b.rack for b in eligible}
         # rack rule only when every broker that can hold replicas has a rack
@@ -222,26 +227,42 @@ class Cluster:
         return self.racks_with(rep, to_broker) >= min(self.racks_wanted(rep), before)
 
     def hard_ok(self, rep: Replica, to_dir: int) -> bool:
+        return self.hard_reason(rep, to_dir) is None
+
+    def hard_reason(self, rep: Replica, to_dir: int) -> str | None:
+        """The hard constraint a move of `rep` to `to_dir` breaks (None: none;
+        SAME_DIR: not a move), for the goal reports."""
         d = self.dirs[to_dir]
         to = self.brokers[d.broker_id]
         opts = self.options
-        if not to.eligible or to_dir == rep.dir_id:
-            return False
+        if to_dir == rep.dir_id:
+            return SAME_DIR
+        if not to.eligible:
+            return "excluded broker"
         if d.size_bytes + rep.size_bytes > opts.capacity_threshold * d.capacity_bytes:
-            return False
+            return "capacity threshold"
         if to.broker_id == rep.broker_id:
-            return True                       # a move between dirs of one broker
-        if to.broker_id in rep.brokers or not self.rack_ok(rep, to.broker_id):
-            return False
+            return None                       # a move between dirs of one broker
+        if to.broker_id in rep.brokers:
+            return "distinct brokers"
+        if not self.rack_ok(rep, to.broker_id):
+            return "rack spread"
         if to.bytes_in + rep.bytes_in > opts.network_in_threshold * to.in_capacity:
-            return False
-        return not (rep.leader and
-                    to.bytes_out + rep.bytes_out > opts.network_out_threshold * to.out_capacity)
+            return "network in threshold"
+        if rep.leader and to.bytes_out + rep.bytes_out > opts.network_out_threshold * to.out_capacity:
+            return "network out threshold"
+        return None
 
     def leader_ok(self, rep: Replica, new_index: int) -> bool:
+        return self.leader_reason(rep, new_index) is None
+
+    def leader_reason(self, rep: Replica, new_index: int) -> str | None:
         to = self.brokers[rep.brokers[new_index]]
-        return to.eligible and (to.bytes_out + rep.bytes_out
-                                <= self.options.network_out_threshold * to.out_capacity)
+        if not to.eligible:
+            return "excluded broker"
+        if to.bytes_out + rep.bytes_out > self.options.network_out_threshold * to.out_capacity:
+            return "network out threshold"
+        return None
 
     def within_budget(self, rep: Replica, moves: int = 1, extra_bytes: int = 0) -> bool:
         opts = self.options
@@ -390,6 +411,12 @@ class Goal:
     def start_round(self, cluster: Cluster) -> None:
         """Before the candidates of a round are placed (e.g. build queues)."""
 
+    def arrange(self, cluster: Cluster, selection: Selection,
+                candidates: list[tuple[int, Replica]]) -> list[tuple[int, Replica]]:
+        """The order in which a selection's (source, replica) candidates are
+        placed (as selected: by rank, sources interleaved)."""
+        return candidates
+
     def choose(self, cluster: Cluster, rep: Replica, selection: Selection,
                accept: Callable[[int], bool]) -> int | None:
         """The destination dir of a candidate, or None to leave it."""
@@ -429,6 +456,11 @@ class Goal:
 
     def guard_leader(self, cluster: Cluster, rep: Replica, new_index: int) -> bool:
         return True
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        """The goal's figures against their targets (goals/status.py), from
+        the aggregates; empty when the goal does not apply."""
+        return []
 
 
 def queues_by_media(cluster: Cluster, key: Callable[[Dir], float]) -> dict[str, DestinationQueue]:

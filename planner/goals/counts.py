@@ -1,11 +1,17 @@
 """Even replica and leader counts per broker.
 
-Limit: ceil(mean x (1 + COUNT_TOLERANCE)) over the eligible brokers. Leader
+Limit: mean x (1 + COUNT_TOLERANCE) over the eligible brokers, rounded
+down, at least the mean rounded up (count_limit). Leader
 counts are evened by choosing which replica leads (no bytes move), taking the
 partitions with the least outbound first; replica counts by moving the
 smallest replicas (fewest bytes for one count) to the brokers with the fewest,
 within the disk and network goals' tolerance. Brokers far under the mean
-(e.g. added ones) pull from those above it.
+(e.g. added ones) pull from those above it. A move always narrows the spread
+(the destination ends with fewer than the source had), past the limit too:
+with racks of unequal size, the brokers of a small rack hold more than the
+limit whatever moves, and the others must still even out. As a guard, a
+lower goal's move stays within the limit or lands on a broker that ends
+with fewer than the source had: it never adds to the most loaded.
 """
 
 from __future__ import annotations
@@ -14,10 +20,14 @@ import math
 
 from kafkactl.planner.goals.base import (COUNT_TOLERANCE, Cluster, Goal, Replica, Selection, least_follower,
                                           queues_by_media)
+from kafkactl.planner.goals.status import Figure
 
 
 def count_limit(mean: float) -> int:
-    return math.ceil(mean * (1 + COUNT_TOLERANCE))
+    """The whole count nearest under mean x (1 + tolerance), at least the
+    mean rounded up (a limit of ceil(2 x 1.1) = 3 would let a broker hold
+    1.5 times the mean of 2)."""
+    return max(math.ceil(mean - 1e-9), math.floor(mean * (1 + COUNT_TOLERANCE) + 1e-9))
 
 
 def count_excess(counts: dict[int, int]) -> dict[int, int]:
@@ -49,6 +59,14 @@ class Counts(Goal):
         leaders = sum(b.leaders for b in cluster.brokers.values())
         return replicas / len(brokers), leaders / len(brokers)
 
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        brokers = cluster.eligible_brokers()
+        replicas, leaders = self._means(cluster)
+        return [Figure("most replicas on a broker", max(b.replicas for b in brokers), count_limit(replicas),
+                       "replica_count"),
+                Figure("most leaders on a broker", max(b.leaders for b in brokers), count_limit(leaders),
+                       "leader_count")]
+
     def prepare(self, cluster: Cluster) -> None:
         replicas, leaders = self._means(cluster)
         self.replica_limit, self.leader_limit = count_limit(replicas), count_limit(leaders)
@@ -79,9 +97,9 @@ class Counts(Goal):
 
         def room(to_dir):
             b = cluster.brokers[cluster.dirs[to_dir].broker_id]
-            # strictly fewer after the move than the source had: the spread narrows
-            return (b.broker_id != rep.broker_id and b.replicas + 1 < source
-                    and b.replicas + 1 <= self.replica_limit and accept(to_dir))
+            # strictly fewer after the move than the source had: the spread narrows (beyond the
+            # limit too: a rack of few brokers may hold more than the limit whatever moves)
+            return b.broker_id != rep.broker_id and b.replicas + 1 < source and accept(to_dir)
 
         return self.queues[media].pick(room)
 
@@ -89,14 +107,18 @@ class Counts(Goal):
         source = cluster.brokers[rep.brokers[0]].leaders
 
         def rank(b):
-            if not b.eligible or b.leaders + 1 >= source or b.leaders + 1 > self.leader_limit:
+            if not b.eligible or b.leaders + 1 >= source:
                 return None
             return (b.leaders, b.broker_id)
         return least_follower(cluster, rep, accept, rank)
 
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
+        """Within the limit, or fewer than the source held: a lower goal's
+        move never adds to the broker with the most replicas."""
         b = cluster.brokers[cluster.dirs[to_dir].broker_id]
-        return b.broker_id == rep.broker_id or b.replicas + 1 <= self.replica_limit
+        return (b.broker_id == rep.broker_id or b.replicas + 1 <= self.replica_limit
+                or b.replicas + 1 <= cluster.brokers[rep.broker_id].replicas - 1)
 
     def guard_leader(self, cluster: Cluster, rep: Replica, new_index: int) -> bool:
-        return cluster.brokers[rep.brokers[new_index]].leaders + 1 <= self.leader_limit
+        leaders = cluster.brokers[rep.brokers[new_index]].leaders + 1
+        return leaders <= self.leader_limit or leaders <= cluster.brokers[rep.brokers[0]].leaders - 1

@@ -25,6 +25,7 @@ from kafkactl.planner.goals.base import (HOT_BUDGET_SHARE, NETWORK_TOLERANCE, Cl
                    Selection, queues_by_media, ratio, same_broker_first)
 from kafkactl.planner.goals.disk import fill_level, rack_volumes, set_media_targets
 from kafkactl.planner.goals.network import in_target
+from kafkactl.planner.goals.status import Figure
 
 
 def heat(size_bytes: int, bytes_in_per_s: float, bytes_out_per_s: float) -> float:
@@ -89,6 +90,13 @@ class HotOnSsd(Goal):
         groups = rack_volumes(cluster)
         set_media_targets(cluster, groups, [
             ssd_volume_bytes(g.hot, g.ssd, int(g.ssd_capacity * threshold)) for g in groups])
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        """Bytes of hot replicas on HDD dirs (none when the cluster lacks SSD or HDD dirs)."""
+        if not (cluster.media_capacity("ssd") and cluster.media_capacity("hdd")):
+            return []
+        return [Figure("hot bytes on HDD dirs", sum(d.hot_bytes for d in cluster.dirs.values() if d.media == "hdd"),
+                       0)]
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         if not self.active:

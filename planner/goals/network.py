@@ -13,6 +13,13 @@ with a cold replica (least inbound per byte) of about its size on a broker
 under its target: disk stays as it was, inbound moves (a swap; the cold
 replicas are collected as a pool by one more Spark job, run only in a round
 that needs a partner).
+
+Whole partitions can keep a broker from its target (a few large leaders; a
+small rack): a broker over target x (1 + tolerance/2) may still take load
+that leaves it under what the source carried (relative to their targets),
+as the pair then narrows. The guard for lower goals is the same with the
+full tolerance: within it, or no more than the source carried; the most
+loaded broker never gets more.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Callable
 
 from kafkactl.planner.goals.base import (NETWORK_TOLERANCE, NO_LIMIT, Broker, Cluster, Goal, Replica, Selection,
                                           least_follower, queues_by_media, ratio)
+from kafkactl.planner.goals.status import Figure
 
 SWAP_BROKERS = 3        # brokers under target tried per candidate, least loaded first
 SWAP_PARTNERS = 4       # pool replicas tried per broker, nearest in size on each side
@@ -50,13 +58,38 @@ def excess(loads: dict[int, int], targets: dict[int, float], tolerance: float) -
             if load > targets[b] * (1 + tolerance) + 1}
 
 
+def max_over_mean(loads: list[tuple[int, int]]) -> float | None:
+    """Of (load, capacity) pairs: the largest load over capacity over the
+    whole's (None without load)."""
+    capacity = sum(c for _, c in loads)
+    mean = sum(x for x, _ in loads) / capacity if capacity else 0.0
+    return max(x / c for x, c in loads) / mean if mean > 0 else None
+
+
 class Network(Goal):
     name = "network"
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        brokers = cluster.eligible_brokers()
+        found = {"in": max_over_mean([(b.bytes_in, b.in_capacity) for b in brokers]),
+                 "out": max_over_mean([(b.bytes_out, b.out_capacity) for b in brokers])}
+        return [Figure(f"network {way} utilization max/mean", v, 1 + NETWORK_TOLERANCE, f"network_{way}_utilization")
+                for way, v in found.items() if v is not None]
 
     def prepare(self, cluster: Cluster) -> None:
         # moves and leader changes keep the totals, so the targets hold throughout
         self.in_targets = {b: in_target(cluster, x) for b, x in cluster.brokers.items()}
         self.out_targets = {b: out_target(cluster, x) for b, x in cluster.brokers.items()}
+        self.loose = False
+
+    def stuck(self, cluster: Cluster) -> bool:
+        """Nothing placed: once, candidates larger than their source's excess
+        too (whole partitions larger than what is left to even; a move still
+        only narrows a pair)."""
+        if self.loose:
+            return False
+        self.loose = True
+        return True
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         half = NETWORK_TOLERANCE / 2
@@ -67,7 +100,8 @@ class Network(Goal):
         if out:
             selections.append(Selection("network:leaders", "broker_id", out, "bytes_out",
                                         ("bytes_out DESC",), where="replica_index = 0",
-                                        leaders_only=True))
+                                        leaders_only=True, fit=not self.loose,
+                                        largest=self._narrowing(brokers, "bytes_out", self.out_targets, out)))
         if inbound:
             under = {b.broker_id: NO_LIMIT for b in brokers
                      if b.bytes_in < self.in_targets[b.broker_id]}
@@ -76,8 +110,18 @@ class Network(Goal):
                                             ("bytes_in / greatest(size_bytes, 1) ASC",),
                                             fit=False, pool=True))
             selections.append(Selection("network:in", "broker_id", inbound, "bytes_in",
-                                        ("bytes_in / greatest(size_bytes, 1) DESC",)))
+                                        ("bytes_in / greatest(size_bytes, 1) DESC",), fit=not self.loose,
+                                        largest=self._narrowing(brokers, "bytes_in", self.in_targets, inbound)))
         return selections
+
+    def _narrowing(self, brokers, load: str, targets: dict, sources: dict) -> dict[int, int] | None:
+        """When loose: per source, the most a move can carry and still narrow
+        (down to the least loaded broker, relative to targets)."""
+        if not self.loose:
+            return None
+        least = min(ratio(getattr(b, load), targets[b.broker_id]) for b in brokers)
+        by_id = {b.broker_id: b for b in brokers}
+        return {s: max(e, int(getattr(by_id[s], load) - least * targets[s])) for s, e in sources.items()}
 
     def start_round(self, cluster: Cluster) -> None:
         self.offered, self.pool = None, None
@@ -108,14 +152,17 @@ class Network(Goal):
     def choose(self, cluster, rep, selection, accept):
         media = cluster.dirs[rep.dir_id].media
         limit = 1 + NETWORK_TOLERANCE / 2
+        source = cluster.brokers[rep.broker_id]
 
         def room(to_dir):
             b = cluster.brokers[cluster.dirs[to_dir].broker_id]
             if b.broker_id == rep.broker_id:
                 return False                  # inbound is per broker: leave it
-            if b.bytes_in + rep.bytes_in > self.in_targets[b.broker_id] * limit:
+            if not self._fits(b.bytes_in + rep.bytes_in, b, source.bytes_in, source, self.in_targets, limit,
+                              strict=True):
                 return False
-            if rep.leader and b.bytes_out + rep.bytes_out > self.out_targets[b.broker_id] * limit:
+            if rep.leader and not self._fits(b.bytes_out + rep.bytes_out, b, source.bytes_out, source,
+                                             self.out_targets, limit, strict=True):
                 return False
             return accept(to_dir)
 
@@ -123,27 +170,46 @@ class Network(Goal):
 
     def choose_leader(self, cluster, rep, selection, accept):
         limit = 1 + NETWORK_TOLERANCE / 2
+        leader = cluster.brokers[rep.brokers[0]]
 
         def rank(b):
             after = b.bytes_out + rep.bytes_out
-            if not b.eligible or after > self.out_targets[b.broker_id] * limit:
+            if not b.eligible or not self._fits(after, b, leader.bytes_out, leader, self.out_targets, limit,
+                                                strict=True):
                 return None
             return (ratio(after, self.out_targets[b.broker_id]), b.broker_id)
         return least_follower(cluster, rep, accept, rank)
 
+    @staticmethod
+    def _fits(after: float, b: Broker, source_load: float, source: Broker, targets: dict, limit: float,
+              strict: bool = False) -> bool:
+        """A broker may take load up to its target x limit, or, beyond it,
+        while it stays under what the source carried (relative to their
+        targets): the pair narrows, the most loaded never gets more (whole
+        partitions can keep every broker from its target; strict: under,
+        not level with, so that a goal's own moves always progress)."""
+        if after <= targets[b.broker_id] * limit:
+            return True
+        mine, theirs = ratio(after, targets[b.broker_id]), ratio(source_load, targets[source.broker_id])
+        return mine < theirs if strict else mine <= theirs
+
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
+        """Within target x (1 + tolerance), or no more than the source
+        carried: a lower goal's move never makes the most loaded broker worse."""
         b = cluster.brokers[cluster.dirs[to_dir].broker_id]
+        source = cluster.brokers[rep.broker_id]
         if b.broker_id == rep.broker_id:
             return True
         limit = 1 + NETWORK_TOLERANCE
-        if b.bytes_in + rep.bytes_in > max(self.in_targets[b.broker_id] * limit, b.bytes_in):
+        if not self._fits(b.bytes_in + rep.bytes_in, b, source.bytes_in, source, self.in_targets, limit):
             return False
-        return not (rep.leader and
-                    b.bytes_out + rep.bytes_out > max(self.out_targets[b.broker_id] * limit, b.bytes_out))
+        return not (rep.leader and not self._fits(b.bytes_out + rep.bytes_out, b, source.bytes_out, source,
+                                                  self.out_targets, limit))
 
     def guard_leader(self, cluster: Cluster, rep: Replica, new_index: int) -> bool:
-        b = cluster.brokers[rep.brokers[new_index]]
-        return b.bytes_out + rep.bytes_out <= self.out_targets[b.broker_id] * (1 + NETWORK_TOLERANCE)
+        b, leader = cluster.brokers[rep.brokers[new_index]], cluster.brokers[rep.brokers[0]]
+        return self._fits(b.bytes_out + rep.bytes_out, b, leader.bytes_out, leader, self.out_targets,
+                          1 + NETWORK_TOLERANCE)
 
 
 def swap_gains(cluster: Cluster, hot: Replica, cold: Replica, in_targets: dict[int, float],

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from kafkactl.planner.goals.base import (NO_LIMIT, Cluster, Goal, Selection, least_follower, queues_by_media,
                                           same_broker_first)
 from kafkactl.planner.goals.disk import fill_level
+from kafkactl.planner.goals.status import Figure
 
 # the replica view's flags (see optimizer.py)
 MUST_LEAVE = "NOT eligible OR rack_violation"
@@ -110,8 +111,25 @@ def violations(cluster: Cluster, rack_violations: int) -> list[str]:
     return found
 
 
+def violation_count(cluster: Cluster) -> int:
+    """Replicas on excluded brokers, brokers and dirs above a threshold, and
+    replicas sharing a rack they could avoid (cluster.rack_violations)."""
+    opts = cluster.options
+    count = cluster.rack_violations
+    for b in cluster.brokers.values():
+        if not b.eligible:
+            count += b.replicas
+        else:
+            count += (b.bytes_in > opts.network_in_threshold * b.in_capacity) + (
+                b.bytes_out > opts.network_out_threshold * b.out_capacity)
+    return count + sum(d.size_bytes > opts.capacity_threshold * d.capacity_bytes for d in cluster.dirs.values())
+
+
 class Repair(Goal):
     name = "repair"
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        return [Figure("hard-constraint violations (replicas, brokers, dirs)", violation_count(cluster), 0)]
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         opts, selections = cluster.options, []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from kafkactl.planner.goals.base import NO_LIMIT, Cluster, Goal, Selection, queues_by_media
+from kafkactl.planner.goals.status import Figure
 
 
 def topic_share(topic_replicas: int, brokers: int) -> int:
@@ -52,15 +53,25 @@ def size_limit(cluster: Cluster) -> int:
     return sum(d.size_bytes for d in cluster.dirs.values()) // max(SIZE_LIMIT_SHARE * replicas, 1)
 
 
+def surplus_sql(cluster: Cluster) -> str:
+    """The replicas the goal would move, over enrich()'s view."""
+    return f"topic_surplus AND size_bytes <= {size_limit(cluster)}"
+
+
 class TopicSpread(Goal):
     name = "topic_spread"
+
+    def measure(self, cluster: Cluster) -> list[Figure]:
+        """cluster.topic_surplus: counted by the optimizer (a Spark job) before measuring."""
+        return [Figure("replicas beyond their broker's share of their topic (of the sizes it moves)",
+                       cluster.topic_surplus, 0)]
 
     def selections(self, cluster: Cluster) -> list[Selection]:
         count = len(cluster.eligible_brokers())
         return [Selection("topic_spread", "broker_id",
                           {b.broker_id: NO_LIMIT for b in cluster.eligible_brokers()}, "one",
                           ("size_bytes ASC",),
-                          where=f"topic_surplus AND size_bytes <= {size_limit(cluster)}", fit=False,
+                          where=surplus_sql(cluster), fit=False,
                           enrich=lambda replicas: enrich(replicas, count))]
 
     def start_round(self, cluster: Cluster) -> None:

@@ -1,10 +1,10 @@
 """Kafka's default assignment as the report's baseline: the same results as
-`assign_replicas`, deterministic for a seed; and the lower bound."""
+`assign_replicas`, deterministic for a seed (the lower bound: test_bounds.py)."""
 
 import pytest
 
 from kafkactl.cluster.admin.replica_assignment import BrokerInfo, assign_replicas
-from kafkactl.planner.baseline import kafka_assignment, lower_bound, topic_rng
+from kafkactl.planner.baseline import kafka_assignment, topic_rng
 from kafkactl.planner.options import PlannerOptions
 
 
@@ -44,17 +44,3 @@ def test_replicas_that_stay_keep_their_dir_and_new_ones_fill_the_emptiest(grown)
     for broker in (5, 6):  # new and empty: Kafka alternates between its dirs, the lower path first
         counts = [per_dir.get((broker, d), 0) for d in ("/data/hdd0", "/data/ssd0")]
         assert sum(counts) > 0 and counts[0] - counts[1] in (0, 1)
-
-
-def test_the_lower_bound_is_perfect_balance(fixture_snapshot):
-    _, snapshot, _ = fixture_snapshot("decommission_one")
-    bound = lower_bound(snapshot, PlannerOptions(exclude_brokers=(5,)))
-    # 10 partitions of RF 3 (30 replicas) over the 4 eligible brokers; 1 MB/s in and 3 MB/s out each.
-    assert bound["replica_count"] == {"min": 7.0, "max": 8.0, "mean": 7.5, "std": 0.5, "max_mean": 8 / 7.5}
-    assert bound["leader_count"] == {"min": 2.0, "max": 3.0, "mean": 2.5, "std": 0.5, "max_mean": 3 / 2.5}
-    assert bound["network_in_utilization"] == pytest.approx(
-        {"min": 0.06, "max": 0.06, "mean": 0.06, "std": 0.0, "max_mean": 1.0})
-    assert bound["network_out_utilization"]["max"] == pytest.approx(30e6 / 500e6)
-    # SSD: 20 replicas of 3 GB over 4 x 100 GB; HDD: 10 replicas.
-    assert bound["disk_utilization_ssd"]["max"] == pytest.approx(60e9 / 400e9)
-    assert bound["log_dir_utilization_hdd"]["mean"] == pytest.approx(30e9 / 400e9)

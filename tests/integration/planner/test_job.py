@@ -38,6 +38,13 @@ def test_a_feasible_fixture_gets_a_plan_that_meets_every_hard_constraint(spark, 
     for broker in (5,) if "--exclude-brokers" in fixture.args else ():
         assert after[broker] == 0 and on_disk["violations"]["before"]["counts"]["excluded_broker"] == 1
     assert "| replica_count | lower_bound |" in (tmp_path / "out" / "report.md").read_text()
+    goals = on_disk["optimizer"]["goals"]
+    assert [g["goal"] for g in goals] == ["repair", *job.GOALS] and on_disk["optimizer"]["bugs"] == []
+    assert all(g["met"] == all(f["met"] for f in g["figures"]) and (g["met"] or g["held_back"]) for g in goals)
+    assert "## Goals" in (tmp_path / "out" / "report.md").read_text()
+    # the bound holds: no plan does better
+    for resource, gap in on_disk["against_lower_bound"].items():
+        assert gap["ratio"] is None or gap["ratio"] >= 1 - 1e-6, (resource, gap)
 
 
 def test_an_unsatisfiable_rack_constraint_says_why_and_writes_nothing(spark, tmp_path):

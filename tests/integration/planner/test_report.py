@@ -5,9 +5,9 @@ import json
 import pytest
 
 from kafkactl.cluster.admin.plan_file import parse_reassignment_plan
-from kafkactl.planner import report
-from kafkactl.planner.fixtures import GB, HDD, SSD
-from kafkactl.planner.options import PlannerOptions
+from kafkactl.planner import job, report
+from kafkactl.planner.fixtures import GB, HDD, SSD, write_fixture
+from kafkactl.planner.options import GOALS, PlannerOptions
 from kafkactl.planner.snapshot import schema
 
 
@@ -72,10 +72,71 @@ def test_markdown_tables_and_the_chart(tmp_path):
     built = report.build("snap", PlannerOptions(throttle_bytes_per_s=10_000_000),
                          {"brokers": 200, "eligible_brokers": 200, "log_dirs": 0, "partitions": 1, "replicas": 2,
                           "replica_bytes": 2}, states, states, states,
-                         {name: stats for name in report.RESOURCES}, 3, {"optimize": 1.25})
+                         {name: stats for name in report.RESOURCES}, {"rounds": 3}, {"optimize": 1.25})
     markdown = report.render_markdown(built)
     assert "| disk_utilization_ssd | after | 0.100 | 0.500 | 0.250 | 0.100 | 2.000 |" in markdown
     assert "| replica_count | lower_bound | 0.1 | 0.5 | 0.2 | 0.1 | 2.000 |" in markdown
     assert "| plan | 1 | 2 | 3.0 GB | 0 | 1 | 5 min |" in markdown
     report.plot_utilization(built, tmp_path / "utilization.png")
     assert (tmp_path / "utilization.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_goal_that_worsens_its_own_aim_is_detected_and_reported_as_a_bug(spark, stand_in, tmp_path):
+    # the disk goal replaced by a stand-in that moves replicas onto the fullest dir that takes them
+    write_fixture("decommission_one", tmp_path / "snap")
+    options = job.build_options(exclude_brokers="5", goals="disk")
+    result = job.run(spark, tmp_path / "snap", tmp_path / "out", options, stand_in.worsening)
+    disk = result["optimizer"]["goals"][1]
+    assert disk["goal"] == "disk" and disk["moves"] > 0
+    worsened = {f["name"] for f in disk["at_start"]} & {w.split(":")[0] for w in disk["worsened"]}
+    assert worsened, disk
+    for name in worsened:
+        start = next(f["value"] for f in disk["at_start"] if f["name"] == name)
+        end = next(f["value"] for f in disk["at_end"] if f["name"] == name)
+        assert end > start
+    assert result["optimizer"]["bugs"] == [f"goal disk ended worse than it started: {w}" for w in disk["worsened"]]
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "**BUG in the optimizer" in markdown and f"- **{result['optimizer']['bugs'][0]}**" in markdown
+    # the real disk goal on the same snapshot: no bug
+    clean = job.run(spark, tmp_path / "snap", tmp_path / "clean", options)
+    assert clean["optimizer"]["bugs"] == [] and clean["optimizer"]["goals"][1]["worsened"] == []
+
+
+@pytest.fixture(scope="module")
+def unequal(spark, tmp_path_factory):
+    """The job on unequal_racks (racks of 5, 4 and 3 brokers, RF 3): (report, report.md)."""
+    directory = tmp_path_factory.mktemp("unequal")
+    write_fixture("unequal_racks", directory / "snap")
+    result = job.run(spark, directory / "snap", directory / "out", job.build_options())
+    return result, (directory / "out" / "report.md").read_text()
+
+
+def test_each_goal_says_met_or_not_and_what_held_it_back(unequal):
+    result, markdown = unequal
+    goals = {g["goal"]: g for g in result["optimizer"]["goals"]}
+    assert list(goals) == ["repair", *GOALS] and [g["priority"] for g in goals.values()] == list(range(6))
+    assert goals["repair"]["met"] and goals["repair"]["figures"][0]["value"] == 0
+    # rack r3's 3 brokers hold a replica of each of the 30 partitions: 10 each where the count limit is 8
+    counts = goals["counts"]
+    replicas = counts["figures"][0]
+    assert (replicas["name"], replicas["value"], replicas["target"], replicas["met"]) == (
+        "most replicas on a broker", 10, 8, False)
+    assert not counts["met"]
+    assert counts["held_back"][0] == ("hard constraints: no assignment meets the target of most replicas on a "
+                                      "broker (8); the lower bound is 10 (held up by rack spread, whole counts)")
+    assert any(reason.startswith("a hard constraint (rack spread)") for reason in counts["held_back"])
+    disk = goals["disk"]
+    assert disk["figures"][0]["value"] == pytest.approx(4 / 3) and not disk["met"]
+    assert "the lower bound is 1.333 (held up by rack spread)" in disk["held_back"][0]
+    assert "| 4 | counts | **no** | most replicas on a broker | 10 | 10 | 10 | 8 |" in markdown
+    assert f"- counts: {counts['held_back'][0]}" in markdown
+
+
+def test_the_plan_reaches_the_bound_where_racks_pin_the_bytes(unequal):
+    result, markdown = unequal
+    gaps = result["against_lower_bound"]
+    for resource in ("log_dir_utilization_ssd", "disk_utilization_ssd", "replica_count", "network_in_utilization"):
+        assert gaps[resource]["ratio"] == pytest.approx(1.0, abs=1e-5), resource
+        assert gaps[resource]["bound_max_mean"] == pytest.approx(4 / 3, rel=1e-5)
+        assert "rack spread" in gaps[resource]["limited_by"]
+    assert "| log_dir_utilization_ssd | 0.100 | 0.100 | 1.000 | 1.333 | rack spread |" in markdown

@@ -71,3 +71,40 @@ def test_an_uneven_rack_keeps_its_hot_bytes_and_its_hdd_under_the_threshold():
     assert volumes[1] >= 250 and volumes[2] >= 400
     assert all(v <= 0.8 * r.ssd_capacity for v, r in zip(volumes, racks))
     assert all(r.total - v <= 0.8 * r.hdd_capacity for v, r in zip(volumes, racks))
+
+
+def test_a_broker_over_its_count_sheds_as_many_replicas_as_it_holds_too_many():
+    from kafkactl.planner.goals.disk import shed_order
+
+    # 6 replicas of 2 and 6 of 1 in rank order (largest first); 12 bytes to shed with 8 replicas:
+    # nearest to 12/8 = 1.5 (ties: the larger), then to what is left over the count left
+    reps = [replica(size=2, partition=p) for p in range(6)] + [replica(size=1, partition=6 + p) for p in range(6)]
+    order = shed_order(reps, 12, 8)
+    assert [r.size_bytes for r in order[:8]] == [2, 1, 2, 1, 2, 1, 2, 1]
+    assert sorted(r.partition for r in order) == list(range(12))          # every candidate, once
+    # without a count surplus to shed: the largest first
+    assert [r.size_bytes for r in shed_order(reps, 12, 0)][:6] == [2] * 6
+
+
+def test_count_surplus_is_per_rack_when_racks_are_pinned():
+    from kafkactl.planner.goals.disk import count_surplus
+
+    c = cluster(racks=("a", "a", "b"))
+    for b, held in ((1, 9), (2, 3), (3, 6)):
+        c.brokers[b].replicas = held
+    assert count_surplus(c) == {1: 3.0, 2: -3.0, 3: 0.0}                  # mean 6 over the three
+    c.pin_racks(min_rf=2)
+    assert count_surplus(c) == {1: 3.0, 2: -3.0, 3: 0.0}                  # rack a: mean 6; rack b: 6
+    c.brokers[3].replicas = 12
+    assert count_surplus(c)[3] == 0.0 and count_surplus(c)[1] == 3.0
+
+
+def test_out_of_the_band_a_lower_goal_may_only_narrow_a_pair():
+    # HDD dirs (target 1,000 each): 1,100 on broker 1, 900 on broker 2, 1,000 on broker 3
+    c = cluster(sizes={1: 1100, 3: 900, 5: 1000})
+    goal = Disk()
+    assert not goal.guard(c, replica(index=0, brokers=(1, 2), dirs=(1, 3), size=150), 5)   # 1,150 on dir 5
+    # 150 from dir 1 (1,100) to dir 3 (900): out of the band, but 1,050 <= 1,100 and 950 >= 900
+    assert goal.guard(c, replica(index=0, brokers=(1, 3), dirs=(1, 5), size=150), 3)
+    # 250: dir 3 would end at 1,150, above what dir 1 held
+    assert not goal.guard(c, replica(index=0, brokers=(1, 3), dirs=(1, 5), size=250), 3)

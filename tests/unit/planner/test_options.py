@@ -65,7 +65,7 @@ def test_the_cli_does_not_import_spark_pandas_or_matplotlib():
 
 def test_every_fixture_has_a_one_line_description():
     assert list(FIXTURES) == ["unbalanced_two_racks", "hot_partitions_on_hdd", "full_disk", "add_two_brokers",
-                              "decommission_one", "rack_constraint_unsatisfiable"]
+                              "decommission_one", "rack_constraint_unsatisfiable", "unequal_racks", "skewed"]
     for name in FIXTURES:
         description = fixture(name).description
         assert description and "\n" not in description

@@ -27,7 +27,7 @@ def built_report(before: float, after: float, options: PlannerOptions, hdd: floa
     bound = {name: {"min": after, "max": after, "mean": after, "std": 0.0, "max_mean": 1.0}
              for name in report.RESOURCES} | {"disk_utilization_hdd": None}
     counts = {"brokers": 3, "eligible_brokers": 3, "log_dirs": 0, "partitions": 1, "replicas": 3, "replica_bytes": 3}
-    return report.build("snap", options, counts, state(before), state(after), state(after), bound, 1, {})
+    return report.build("snap", options, counts, state(before), state(after), state(after), bound, {"rounds": 1}, {})
 
 
 def chart(built: dict):
