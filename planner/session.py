@@ -20,6 +20,9 @@ Rules:
   its JVM starts with the client compiler only and the serial collector, the
   cheaper start for a job of seconds. A larger one keeps Spark's and the
   JVM's defaults (compiled code and the optimizing compiler pay off there).
+- A local master's JVM maps the class-data archive of Spark's classes
+  (planner/jvm_archive.py), or dumps it when the process exits if there is none yet;
+  only when this session starts the JVM (not one PySpark already runs).
 - Under spark-submit (master None) the JVM is already running: only the
   session's own settings apply.
 """
@@ -32,6 +35,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from kafkactl.planner import jvm_archive
 
 SMALL_REPLICAS = 20_000
 LOCAL_SHUFFLE_PARTITIONS = 8
@@ -56,8 +61,10 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 
 
-def session_settings(master: str | None, replicas: int, quiet_dir: Path | None) -> dict[str, str]:
-    """The Spark settings of a session for `master` and a snapshot of `replicas` (pure)."""
+def session_settings(master: str | None, replicas: int, quiet_dir: Path | None,
+                     archive_options: tuple[str, ...] = ()) -> dict[str, str]:
+    """The Spark settings of a session for `master` and a snapshot of `replicas`
+    (pure; `archive_options`: the class-data archive's JVM options, local masters only)."""
     settings = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"}
     small = replicas <= SMALL_REPLICAS
     if small:
@@ -72,6 +79,7 @@ def session_settings(master: str | None, replicas: int, quiet_dir: Path | None) 
         java_options.append(f"-Dlog4j2.configurationFile={(quiet_dir / 'log4j2.properties').as_uri()}")
     if small:
         java_options.append(QUICK_JVM_OPTIONS)
+    java_options.extend(archive_options)
     if java_options:
         settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     return settings
@@ -83,20 +91,36 @@ def planner_session(master: str | None, replicas: int, quiet: bool = True,
     """A SparkSession for one run, stopped (and its log removed) at the end."""
     with tempfile.TemporaryDirectory(prefix="kafkactl-spark-") as temporary:
         quiet_dir = Path(temporary) if quiet else None
-        session = start_session(master, replicas, quiet_dir, app_name)
+        archive = _archive_plan(master)
+        session = start_session(master, replicas, quiet_dir, app_name, archive.java_options)
         try:
             yield session
         finally:
             session.stop()
+            jvm_archive.finish_at_exit(archive, _gateway())
 
 
-def start_session(master: str | None, replicas: int, quiet_dir: Path | None, app_name: str = "kafkactl-plan"):
+def _gateway():
+    from pyspark import SparkContext
+
+    return SparkContext._gateway
+
+
+def _archive_plan(master: str | None) -> jvm_archive.ArchivePlan:
+    """The class-data archive's part in a local session whose JVM this one starts."""
+    if not master or not master.startswith("local") or _gateway() is not None:
+        return jvm_archive.NO_ARCHIVE
+    return jvm_archive.plan_for_this_install()
+
+
+def start_session(master: str | None, replicas: int, quiet_dir: Path | None, app_name: str = "kafkactl-plan",
+                  archive_options: tuple[str, ...] = ()):
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for key, value in session_settings(master, replicas, quiet_dir).items():
+    for key, value in session_settings(master, replicas, quiet_dir, archive_options).items():
         builder = builder.config(key, value)
     if master and master.startswith("local"):
         # Python workers (the baseline's pandas UDFs) need this interpreter, which has

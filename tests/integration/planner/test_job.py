@@ -74,21 +74,31 @@ SPARK_NOISE = ("Using Spark's default log4j profile", "native-hadoop", "resolves
 
 
 def test_kafkactl_plan_prints_only_its_own_lines_unless_debug(tmp_path):
+    """Also the JVM class-data archive (planner/jvm_archive.py): the first run
+    in an empty cache saves it, saying so, and the next one maps it (=require:
+    the JVM would not start if it could not)."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
 
     write_fixture("decommission_one", tmp_path / "snap")   # a short plan: the console is what is checked
     kafkactl = Path(sys.executable).parent / "kafkactl"
+    cache = tmp_path / "cache"
 
-    def plan(*extra, out):
+    def plan(*extra, out, archive="on"):
+        environment = {**os.environ, "KAFKACTL_CACHE_DIR": str(cache), "KAFKACTL_JVM_ARCHIVE": archive}
         return subprocess.run([str(kafkactl), *extra, "plan", "--snapshot", str(tmp_path / "snap"), "--out",
                                str(tmp_path / out), "--master", "local[2]"], capture_output=True, text=True,
-                              timeout=900)
+                              timeout=900, env=environment)
 
     quiet = plan(out="quiet")
     assert quiet.returncode == 0, quiet.stderr
-    assert quiet.stderr == "" and quiet.stdout.startswith("RESOURCE (MAX/MEAN)")
+    assert quiet.stderr.splitlines() == [
+        "kafkactl: note: saving Spark's classes for faster local plans (once per install)"]
+    assert quiet.stdout.startswith("RESOURCE (MAX/MEAN)")
+    [archive] = [p.name for p in (cache / "jvm").iterdir()]
+    assert archive.startswith("spark-") and archive.endswith(".jsa")   # no part file left
     # The same on a refused snapshot: kafkactl's error line comes first, and alone.
     (tmp_path / "snap" / "brokers.jsonl").write_text("{}\n" + (tmp_path / "snap" / "brokers.jsonl").read_text())
     refused = plan(out="refused")
@@ -97,7 +107,8 @@ def test_kafkactl_plan_prints_only_its_own_lines_unless_debug(tmp_path):
                                                "brokers.jsonl line 1: broker_id is missing"]
     assert not any(noise in refused.stderr for noise in SPARK_NOISE)
     (tmp_path / "snap" / "brokers.jsonl").write_text((tmp_path / "snap" / "brokers.jsonl").read_text()[3:])
-    # --debug leaves Spark's defaults: its start-up notices are there.
-    debug = plan("--debug", out="debug")
+    # --debug leaves Spark's defaults: its start-up notices are there; and the archive is mapped.
+    debug = plan("--debug", out="debug", archive="require")
     assert debug.returncode == 0, debug.stderr[-3000:]
     assert "Using Spark's default log4j profile" in debug.stderr
+    assert "saving Spark's classes" not in debug.stderr
