@@ -34,9 +34,10 @@ def kafka_assignment(snapshot, options):
     """Kafka's default assignment of the snapshot's partitions: a DataFrame with the columns of `partitions`."""
     from pyspark.sql import functions as F
 
-    from kafkactl.planner.constraints import eligible_brokers
+    from kafkactl.planner.usage import snapshot_tables
 
-    brokers = [(r.broker_id, r.rack) for r in eligible_brokers(snapshot, options).orderBy("broker_id").collect()]
+    excluded = set(options.exclude_brokers)
+    brokers = [(r.broker_id, r.rack) for r in snapshot_tables(snapshot)[0] if r.broker_id not in excluded]
     seed = options.seed
 
     def assign_topic(frame):
@@ -78,8 +79,10 @@ def _place_in_dirs(assigned, snapshot):
     replicas = (assigned.join(current, ["topic", "partition"])
                 .select("topic", "partition", F.posexplode("replicas").alias("index", "broker_id"), "dirs")
                 .select("topic", "partition", "index", "broker_id", F.col("dirs")[F.col("broker_id")].alias("kept")))
+    from kafkactl.planner.usage import snapshot_tables
+
     paths = {}
-    for row in snapshot.log_dirs.select("broker_id", "path").orderBy("broker_id", "path").collect():
+    for row in snapshot_tables(snapshot)[1]:   # sorted by broker and path
         paths.setdefault(row.broker_id, []).append(row.path)
 
     def place(frame):

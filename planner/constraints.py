@@ -189,13 +189,6 @@ def _load_violations(brokers: list, dirs: list, options) -> dict[str, list[dict]
     return found
 
 
-def eligible_brokers(snapshot, options):
-    """The brokers that may hold replicas: the snapshot's, less the excluded."""
-    from pyspark.sql import functions as F
-
-    return snapshot.brokers.where(~F.col("broker_id").isin(list(options.exclude_brokers)))
-
-
 # --- feasibility: necessary conditions, before optimizing
 #
 # From the brokers and log_dirs rows (small, collected once per snapshot)

@@ -47,6 +47,7 @@ from kafkactl.planner.goals.repair import PartitionTotals, infeasible, violation
 from kafkactl.planner.goals.status import GoalStatus
 from kafkactl.planner.goals.topic_spread import TopicSpread, enrich, surplus_sql
 from kafkactl.planner.proposal import Proposal
+from kafkactl.planner.usage import snapshot_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -115,9 +116,7 @@ class _Model:
         self.batch = BATCH_MIN
         self.status = GoalStatus("", 0, [])     # the goal running now
         self._counted_at: dict[str, int] = {}   # Spark-counted figure -> moves + leader changes when counted
-        dir_rows = snapshot.log_dirs.select("broker_id", "path", "media", "capacity_bytes") \
-            .orderBy("broker_id", "path").collect()
-        broker_rows = snapshot.brokers.orderBy("broker_id").collect()
+        broker_rows, dir_rows = snapshot_tables(snapshot)   # sorted by broker (and path)
         self.paths = [r.path for r in dir_rows]
         self.media = [r.media for r in dir_rows]
         self.racks = {r.broker_id: r.rack for r in broker_rows}
