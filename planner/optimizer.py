@@ -62,6 +62,11 @@ REPAIR_ROUNDS = 12
 BATCH_MIN = 20_000             # candidates collected per selection and round, at least
 BATCH_MAX = 200_000            # and at most: what the driver holds at once
 BATCH_SHARE = 8                # one replica in this many
+# At most this many sources of a selection, or actions of a round, go to Spark
+# as a SQL literal (a map looked up per row: no Spark job); more go as a
+# broadcast join (a Spark job of its own to build the broadcast, but a hash
+# lookup per row where a map literal's is a scan of its keys).
+LITERAL_ROWS = 64
 
 
 def batch_size(replicas: int) -> int:
@@ -409,22 +414,14 @@ class _Model:
 
     def select(self, selection) -> list[tuple[int, Replica]]:
         """The candidates of a selection: a window per source, interleaved."""
-        from pyspark.sql import functions as F
-
         view = self.replicas()
         if selection.enrich is not None:
             view = selection.enrich(view)
         else:
             view = view.selectExpr("*", "CAST(NULL AS ARRAY<INT>) AS full_brokers")
-        largest = selection.largest or {}
-        sources = self.spark.createDataFrame(
-            [(k, v, largest.get(k, v)) for k, v in sorted(selection.excess.items())],
-            "source int, excess long, largest long")
         # SQL text: a few calls to Spark per selection, whatever the expressions
         weight = "CAST(1 AS BIGINT)" if selection.weight == "one" else f"`{selection.weight}`"
-        rows = (view.where(selection.where)
-                .join(F.broadcast(sources), F.expr(f"`{selection.key}` = source"))
-                .where(f"{weight} > 0"))
+        rows = self._on_sources(view.where(selection.where), selection).where(f"{weight} > 0")
         if selection.fit:
             rows = rows.where(f"{weight} <= excess")
         window = (f"(PARTITION BY source ORDER BY "
@@ -441,17 +438,31 @@ class _Model:
                                    tuple(r.full_brokers or ())))
                 for r in rows.collect()]
 
-    def apply(self, moves, leads) -> None:
-        """Moves and leader changes into the state, then cut the lineage."""
+    def _on_sources(self, view, selection):
+        """The replicas on the selection's sources, each with its source's
+        `source`, `excess` and `largest` (LITERAL_ROWS says how)."""
         from pyspark.sql import functions as F
 
+        largest = selection.largest or {}
+        items = [(int(k), int(v), int(largest.get(k, v))) for k, v in sorted(selection.excess.items())]
+        key = f"`{selection.key}`"
+        if len(items) <= LITERAL_ROWS:
+            table = "map(" + ", ".join(f"{k}, named_struct('excess', CAST({v} AS BIGINT), "
+                                       f"'largest', CAST({most} AS BIGINT))" for k, v, most in items) + ")"
+            keys = ", ".join(str(k) for k, _, _ in items)
+            return (view.where(f"{key} IN ({keys})")
+                    .selectExpr("*", f"{table}[{key}] AS _source")
+                    .selectExpr("* EXCEPT (_source)", f"{key} AS source", "_source.excess AS excess",
+                                "_source.largest AS largest"))
+        sources = self.spark.createDataFrame(items, "source int, excess long, largest long")
+        return view.join(F.broadcast(sources), F.expr(f"{key} = source"))
+
+    def apply(self, moves, leads) -> None:
+        """Moves and leader changes into the state, then cut the lineage."""
         actions = ([(m.topic, m.partition, "move", m.replica_index, m.to_broker, m.to_dir)
                     for m in moves]
                    + [(c.topic, c.partition, "lead", c.new_index, None, None) for c in leads])
-        frame = self.spark.createDataFrame(
-            actions, "topic string, partition int, kind string, act_index int, "
-                     "to_broker int, to_dir int")
-        joined = self.state.join(F.broadcast(frame), ["topic", "partition"], "left")
+        joined = self._with_actions(actions)
 
         def changed(column, new_value):
             moved = f"transform({column}, (x, i) -> CASE WHEN i = act_index THEN {new_value} ELSE x END)"
@@ -465,6 +476,28 @@ class _Model:
         previous = self.state
         self.state = joined.selectExpr(*columns).localCheckpoint()
         previous.unpersist()
+
+    def _with_actions(self, actions):
+        """The state, each partition with its action's kind, act_index,
+        to_broker and to_dir (NULL: none; LITERAL_ROWS says how)."""
+        from pyspark.sql import functions as F
+
+        if len(actions) > LITERAL_ROWS:
+            frame = self.spark.createDataFrame(
+                actions, "topic string, partition int, kind string, act_index int, to_broker int, to_dir int")
+            return self.state.join(F.broadcast(frame), ["topic", "partition"], "left")
+
+        def number(value):
+            return "CAST(NULL AS INT)" if value is None else f"CAST({int(value)} AS INT)"
+
+        table = "map(" + ", ".join(
+            f"named_struct('topic', {_sql_string(topic)}, 'partition', {int(partition)}), "
+            f"named_struct('kind', {_sql_string(kind)}, 'act_index', {number(index)}, "
+            f"'to_broker', {number(broker)}, 'to_dir', {number(to_dir)})"
+            for topic, partition, kind, index, broker, to_dir in actions) + ")"
+        return (self.state.selectExpr("*", f"{table}[named_struct('topic', topic, 'partition', `partition`)] AS _act")
+                .selectExpr("* EXCEPT (_act)", "_act.kind AS kind", "_act.act_index AS act_index",
+                            "_act.to_broker AS to_broker", "_act.to_dir AS to_dir"))
 
     # ---- the result -----------------------------------------------------------
 

@@ -7,6 +7,7 @@ import pytest
 
 from kafkactl.planner.generate import generate
 from kafkactl.planner.loads import dir_loads, hot_bytes_off_ssd
+from kafkactl.planner import optimizer
 from kafkactl.planner.optimizer import optimize
 from kafkactl.planner.options import PlannerOptions
 from support.plan_checks import violations
@@ -74,8 +75,13 @@ def test_excluded_brokers_end_empty_and_added_ones_are_filled(runs):
     assert len(on_new) > 600 * 3 / 7 / 2      # at least half its share of replicas
 
 
-def test_same_input_same_plan(spark, runs):
+@pytest.mark.parametrize("literal_rows", [optimizer.LITERAL_ROWS, 0, 10**6],
+                         ids=["as-shipped", "broadcast-joins-only", "sql-literals-only"])
+def test_same_input_same_plan(spark, runs, monkeypatch, literal_rows):
+    """Also whichever way a selection's sources and a round's actions reach
+    Spark (optimizer.LITERAL_ROWS: SQL literals or broadcast joins)."""
     snapshot, options, result = runs[13]
+    monkeypatch.setattr(optimizer, "LITERAL_ROWS", literal_rows)
     again = optimize(spark, snapshot, options)
     order = ["topic", "partition"]
     assert again.assignment.orderBy(*order).collect() == result.assignment.orderBy(*order).collect()
