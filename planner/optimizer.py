@@ -16,8 +16,13 @@ bounded batch of candidate replicas:
    hard constraint and keeps every higher-priority goal within its tolerance,
    updating the aggregates as it goes; at most one change per partition per
    round;
-4. a Spark job applies the moves and leader changes (broadcast join) and the
-   result is checkpointed, which cuts the lineage.
+4. a Spark job applies the moves and leader changes and the result is
+   checkpointed, which cuts the lineage.
+
+A selection's sources (step 2) and a round's actions (step 4) reach Spark as
+SQL literals when there are at most LITERAL_ROWS of them, else as a
+broadcast join: a small snapshot's round then costs one Spark job fewer per
+selection and per change, and a large one keeps a hash lookup per row.
 
 Rounds repeat per goal until the goal is met, nothing moves, or a bound
 (MAX_ROUNDS_PER_GOAL, max_moves, max_bytes_moved) stops it; a bound that
