@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import random
 
+from kafkactl.planner.usage import snapshot_tables
+
 ASSIGNED_SCHEMA = "topic string, partition int, replicas array<int>"
 PLACED_SCHEMA = "topic string, partition int, index int, path string"
 
@@ -33,8 +35,6 @@ def topic_rng(seed: int, topic: str) -> random.Random:
 def kafka_assignment(snapshot, options):
     """Kafka's default assignment of the snapshot's partitions: a DataFrame with the columns of `partitions`."""
     from pyspark.sql import functions as F
-
-    from kafkactl.planner.usage import snapshot_tables
 
     excluded = set(options.exclude_brokers)
     brokers = [(r.broker_id, r.rack) for r in snapshot_tables(snapshot)[0] if r.broker_id not in excluded]
@@ -79,8 +79,6 @@ def _place_in_dirs(assigned, snapshot):
     replicas = (assigned.join(current, ["topic", "partition"])
                 .select("topic", "partition", F.posexplode("replicas").alias("index", "broker_id"), "dirs")
                 .select("topic", "partition", "index", "broker_id", F.col("dirs")[F.col("broker_id")].alias("kept")))
-    from kafkactl.planner.usage import snapshot_tables
-
     paths = {}
     for row in snapshot_tables(snapshot)[1]:   # sorted by broker and path
         paths.setdefault(row.broker_id, []).append(row.path)

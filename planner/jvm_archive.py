@@ -39,6 +39,7 @@ import hashlib
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ OFF_ENV = "KAFKACTL_JVM_ARCHIVE"
 
 @dataclass(frozen=True)
 class ArchivePlan:
-    """What this run does with the archive: map it (`use`), dump it (`dump`), or neither."""
+    """What this run does with the archive: map it, dump it (`dumps`), or neither (NO_ARCHIVE)."""
 
     java_options: tuple[str, ...]
     archive: Path | None = None        # the archive's final path
@@ -143,7 +144,7 @@ def finish(plan: ArchivePlan, gateway, note: bool = False) -> None:
     _end_jvm(gateway, process)
     try:
         code = process.wait(timeout=DUMP_TIMEOUT_S)
-    except Exception:   # subprocess.TimeoutExpired: the dump is not worth waiting longer for
+    except subprocess.TimeoutExpired:   # the dump is not worth waiting longer for
         process.kill()
         process.wait(timeout=10)
         code = None
