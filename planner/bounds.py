@@ -340,17 +340,22 @@ def _stats(bound: float, balance: float, limited_by: list[str]) -> dict:
 # --- from a snapshot (Spark)
 
 def partition_classes(snapshot) -> list[PartitionClass]:
-    """The partitions grouped by replication factor (one Spark job)."""
+    """The partitions grouped by replication factor (one Spark job, memoized per snapshot)."""
     from pyspark.sql import functions as F
+
+    cached = getattr(snapshot, "_classes", None)
+    if cached is not None:
+        return cached
 
     rows = (snapshot.partitions.groupBy(F.size("replicas").alias("rf"))
             .agg(F.count(F.lit(1)).alias("partitions"), F.sum("size_bytes").alias("size_bytes"),
                  F.sum("bytes_in_per_s").alias("bytes_in"), F.sum("bytes_out_per_s").alias("bytes_out"),
                  F.max("bytes_in_per_s").alias("largest_in"), F.max("bytes_out_per_s").alias("largest_out"))
             .orderBy("rf").collect())
-    return [PartitionClass(r.rf, r.partitions, int(r.size_bytes or 0), float(r.bytes_in or 0),
-                           float(r.bytes_out or 0), float(r.largest_in or 0), float(r.largest_out or 0))
-            for r in rows]
+    snapshot._classes = [PartitionClass(r.rf, r.partitions, int(r.size_bytes or 0), float(r.bytes_in or 0),
+                                        float(r.bytes_out or 0), float(r.largest_in or 0), float(r.largest_out or 0))
+                         for r in rows]
+    return snapshot._classes
 
 
 def lower_bound(snapshot, options, dirs: list[dict] | None = None) -> dict:

@@ -188,37 +188,80 @@ def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None, ch
 
 
 def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize, clock) -> dict:
-    from kafkactl.planner import baseline, bounds, report
+    from kafkactl.planner import bounds, report
     from kafkactl.planner.constraints import infeasible
 
     reasons = infeasible(snapshot, options)
     clock.lap("feasibility")
     if reasons:
         raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", reasons)
-    proposal = optimize(spark, snapshot, options)
-    assignment = proposal.assignment.persist()
-    clock.lap("optimize")
+    # What does not depend on the proposal (Kafka's assignment, the snapshot's
+    # own figures, the counts, the bound's partition classes) is computed on a
+    # thread meanwhile: the optimizer's driver-side work leaves Spark idle.
+    baselines = Baselines(spark, snapshot, options)
     try:
-        if proposal.unsatisfied:
-            raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", proposal.unsatisfied)
-        # The proposal, the snapshot's assignment and Kafka's, checked and
-        # evaluated in one pass (three Spark jobs, not three per assignment).
-        kafka = baseline.kafka_assignment(snapshot, options)
-        after, before, kafka_figures = report.evaluate_states(
-            [assignment, snapshot.partitions, kafka], snapshot, options, options.throttle_bytes_per_s)
-        _refuse_broken(after, options)
-        clock.lap("check_and_evaluate")
-        bound = bounds.lower_bound(snapshot, options, after["log_dirs"])
-        clock.lap("baselines")
-        counts = report.snapshot_counts(snapshot, options)
-        times = clock.laps()
-        result = report.build(str(snapshot_dir), options, counts, before, after, kafka_figures, bound,
-                              {"rounds": proposal.rounds, "goals": proposal.goals}, times)
-        result["snapshot_reassigning_partitions"] = snapshot.checked.reassigning_partitions
-        _write_atomically(out_dir, lambda directory: _write_outputs(assignment, snapshot, result, directory, clock))
-        return result
+        proposal = optimize(spark, snapshot, options)
+        assignment = proposal.assignment.persist()
+        clock.lap("optimize")
+        try:
+            if proposal.unsatisfied:
+                raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", proposal.unsatisfied)
+            (after,) = report.evaluate_states([assignment], snapshot, options, options.throttle_bytes_per_s)
+            _refuse_broken(after, options)
+            clock.lap("check_and_evaluate")
+            before, kafka_figures, counts = baselines.result()
+            bound = bounds.lower_bound(snapshot, options, after["log_dirs"])
+            clock.lap("baselines")
+            times = clock.laps()
+            result = report.build(str(snapshot_dir), options, counts, before, after, kafka_figures, bound,
+                                  {"rounds": proposal.rounds, "goals": proposal.goals}, times)
+            result["snapshot_reassigning_partitions"] = snapshot.checked.reassigning_partitions
+            _write_atomically(out_dir, lambda directory: _write_outputs(assignment, snapshot, result, directory,
+                                                                        clock))
+            return result
+        finally:
+            assignment.unpersist()
     finally:
-        assignment.unpersist()
+        baselines.stop()
+
+
+class Baselines:
+    """The snapshot's own figures, Kafka's assignment's and the counts, on a
+    thread of their own (a Spark job group, cancelled if the run fails)."""
+
+    GROUP = "kafkactl-baselines"
+
+    def __init__(self, spark, snapshot, options):
+        from pyspark import InheritableThread
+
+        self._spark, self._outcome = spark, {}
+        self._thread = InheritableThread(target=self._run, args=(snapshot, options), name=self.GROUP, daemon=True)
+        self._thread.start()
+
+    def _run(self, snapshot, options) -> None:
+        from kafkactl.planner import baseline, bounds, report
+
+        try:
+            self._spark.sparkContext.setJobGroup(self.GROUP, "the plan's baselines", interruptOnCancel=True)
+            kafka = baseline.kafka_assignment(snapshot, options)
+            before, kafka_figures = report.evaluate_states([snapshot.partitions, kafka], snapshot, options,
+                                                           options.throttle_bytes_per_s)
+            counts = report.snapshot_counts(snapshot, options)
+            bounds.partition_classes(snapshot)
+            self._outcome["result"] = (before, kafka_figures, counts)
+        except BaseException as error:   # re-raised on the caller's thread by result()
+            self._outcome["error"] = error
+
+    def result(self):
+        self._thread.join()
+        if "error" in self._outcome:
+            raise self._outcome["error"]
+        return self._outcome["result"]
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._spark.sparkContext.cancelJobGroup(self.GROUP)
+            self._thread.join()
 
 
 def _refuse_broken(after: dict, options) -> None:

@@ -55,7 +55,7 @@ from kafkactl.planner.proposal import Proposal
 from kafkactl.planner.usage import snapshot_tables
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from kafkactl.planner.options import PlannerOptions
     from kafkactl.planner.snapshot import Snapshot
@@ -185,11 +185,15 @@ class _Model:
 
     def replicas(self):
         """One row per replica, with the flags and columns selections use."""
+        return self.spark.sql(self._replicas_sql(), state=self.state)
+
+    def _replicas_sql(self) -> str:
+        """replicas() as SQL over `{state}`."""
         if self._replica_columns is None:
             self._replica_columns = self._replica_sql()
-        exploded = self.state.selectExpr("*", "posexplode(replicas) AS (replica_index, broker_id)")
-        return (exploded.selectExpr("*", "element_at(dirs, replica_index + 1) AS dir_id")
-                .selectExpr("*", *self._replica_columns))
+        return (f"SELECT *, {', '.join(self._replica_columns)} FROM ("
+                f"SELECT *, element_at(dirs, replica_index + 1) AS dir_id FROM ("
+                f"SELECT *, posexplode(replicas) AS (replica_index, broker_id) FROM {{state}}))")
 
     def _replica_sql(self) -> list[str]:
         """media, eligible and rack_violation as SQL text, built once: every
@@ -307,8 +311,10 @@ class _Model:
             self.cluster.rack_violations = self.rack_violations()
             self._counted_at["rack_violations"] = moved
         if isinstance(goal, TopicSpread):
-            view = enrich(self.replicas(), len(self.cluster.eligible_brokers()))
-            self.cluster.topic_surplus = view.where(surplus_sql(self.cluster)).count()
+            view = enrich(self._replicas_sql(), len(self.cluster.eligible_brokers()))
+            self.cluster.topic_surplus = self.spark.sql(
+                f"SELECT count(*) AS n FROM ({view}) WHERE {surplus_sql(self.cluster)}",
+                state=self.state).first().n
             self._counted_at["topic_surplus"] = moved
 
     def _balance(self) -> str:
@@ -418,36 +424,34 @@ class _Model:
         return True
 
     def select(self, selection) -> list[tuple[int, Replica]]:
-        """The candidates of a selection: a window per source, interleaved."""
-        view = self.replicas()
+        """The candidates of a selection: a window per source, interleaved.
+        One SQL text, so one call to Spark and one analysis per selection."""
+        view = self._replicas_sql()
         if selection.enrich is not None:
             view = selection.enrich(view)
         else:
-            view = view.selectExpr("*", "CAST(NULL AS ARRAY<INT>) AS full_brokers")
-        # SQL text: a few calls to Spark per selection, whatever the expressions
+            view = f"SELECT *, CAST(NULL AS ARRAY<INT>) AS full_brokers FROM ({view})"
         weight = "CAST(1 AS BIGINT)" if selection.weight == "one" else f"`{selection.weight}`"
-        rows = self._on_sources(view.where(selection.where), selection).where(f"{weight} > 0")
-        if selection.fit:
-            rows = rows.where(f"{weight} <= excess")
+        on_sources, arguments = self._on_sources(view, selection)
         window = (f"(PARTITION BY source ORDER BY "
                   f"{', '.join([*selection.order, 'topic', '`partition`', 'replica_index'])})")
-        rows = (rows.where(f"{weight} <= largest")
-                .selectExpr("*", f"sum({weight}) OVER {window} AS cumulative",
-                            f"row_number() OVER {window} AS rank")
-                .where(f"cumulative - {weight} < excess * 2")
-                .orderBy("rank", "source").limit(self.batch)
-                .select("source", "topic", "partition", "replica_index", "size_bytes", "bytes_in",
-                        "bytes_out", "hot", "replicas", "dirs", "full_brokers"))
+        fit = f" AND {weight} <= excess" if selection.fit else ""
+        query = (
+            f"SELECT source, topic, `partition`, replica_index, size_bytes, bytes_in, bytes_out, hot, replicas, "
+            f"dirs, full_brokers FROM ("
+            f"  SELECT *, sum({weight}) OVER {window} AS cumulative, row_number() OVER {window} AS rank "
+            f"  FROM ({on_sources}) WHERE ({selection.where}) AND {weight} > 0{fit} AND {weight} <= largest) "
+            f"WHERE cumulative - {weight} < excess * 2 ORDER BY rank, source LIMIT {int(self.batch)}")
+        rows = self.spark.sql(query, state=self.state, **arguments).collect()
         return [(r.source, Replica(r.topic, r.partition, r.replica_index, r.size_bytes, r.bytes_in,
                                    r.bytes_out, r.hot, tuple(r.replicas), tuple(r.dirs),
                                    tuple(r.full_brokers or ())))
-                for r in rows.collect()]
+                for r in rows]
 
-    def _on_sources(self, view, selection):
-        """The replicas on the selection's sources, each with its source's
-        `source`, `excess` and `largest` (LITERAL_ROWS says how)."""
-        from pyspark.sql import functions as F
-
+    def _on_sources(self, view: str, selection) -> tuple[str, dict]:
+        """SQL of the replicas on the selection's sources, each with its
+        source's `source`, `excess` and `largest` (LITERAL_ROWS says how),
+        and the DataFrames it names."""
         largest = selection.largest or {}
         items = [(int(k), int(v), int(largest.get(k, v))) for k, v in sorted(selection.excess.items())]
         key = f"`{selection.key}`"
@@ -455,12 +459,12 @@ class _Model:
             table = "map(" + ", ".join(f"{k}, named_struct('excess', CAST({v} AS BIGINT), "
                                        f"'largest', CAST({most} AS BIGINT))" for k, v, most in items) + ")"
             keys = ", ".join(str(k) for k, _, _ in items)
-            return (view.where(f"{key} IN ({keys})")
-                    .selectExpr("*", f"{table}[{key}] AS _source")
-                    .selectExpr("* EXCEPT (_source)", f"{key} AS source", "_source.excess AS excess",
-                                "_source.largest AS largest"))
+            return (f"SELECT * EXCEPT (_source), {key} AS source, _source.excess AS excess, "
+                    f"_source.largest AS largest FROM ("
+                    f"SELECT *, {table}[{key}] AS _source FROM ({view}) WHERE {key} IN ({keys}))"), {}
         sources = self.spark.createDataFrame(items, "source int, excess long, largest long")
-        return view.join(F.broadcast(sources), F.expr(f"{key} = source"))
+        return (f"SELECT /*+ BROADCAST(s) */ v.*, s.source, s.excess, s.largest "
+                f"FROM ({view}) v JOIN {{sources}} s ON v.{key} = s.source"), {"sources": sources}
 
     def apply(self, moves, leads) -> None:
         """Moves and leader changes into the state, then cut the lineage."""

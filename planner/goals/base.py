@@ -133,7 +133,7 @@ class Selection:
     fit: bool = True
     leaders_only: bool = False
     pool: bool = False               # not moved: offered to the goal as swap partners
-    enrich: Callable | None = None   # adds the columns `where` needs to the replica view
+    enrich: Callable | None = None   # SQL of the replica view -> SQL adding the columns `where` needs
     largest: dict[int, int] | None = None   # per source, the largest weight any destination takes
 
 

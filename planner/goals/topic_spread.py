@@ -19,23 +19,17 @@ def topic_share(topic_replicas: int, brokers: int) -> int:
     return math.ceil(topic_replicas / brokers) if brokers else 0
 
 
-def enrich(replicas, eligible_brokers: int):
-    """Add `topic_surplus` (this replica is beyond its broker's share of the
-    topic) and `full_brokers` (brokers at their share of the topic)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    by_topic = Window.partitionBy("topic")
-    by_holder = Window.partitionBy("topic", "broker_id")
-    ranked = (replicas
-              .withColumn("share", F.ceil(F.count(F.lit(1)).over(by_topic) / F.lit(eligible_brokers)))
-              .withColumn("held", F.count(F.lit(1)).over(by_holder))
-              .withColumn("held_rank", F.row_number().over(
-                  by_holder.orderBy(F.col("size_bytes").desc(), "partition", "replica_index"))))
-    full = (ranked.where("eligible AND held >= share").groupBy("topic")
-            .agg(F.array_sort(F.collect_set("broker_id")).alias("full_brokers")))
-    return (ranked.join(full, "topic", "left")
-            .withColumn("topic_surplus", F.col("eligible") & (F.col("held_rank") > F.col("share"))))
+def enrich(replicas: str, eligible_brokers: int) -> str:
+    """SQL adding, to the replica view `replicas` (SQL text), `topic_surplus`
+    (this replica is beyond its broker's share of the topic) and
+    `full_brokers` (brokers at their share of the topic)."""
+    ranked = (f"SELECT *, ceil(count(1) OVER (PARTITION BY topic) / {int(eligible_brokers)}) AS share, "
+              f"count(1) OVER (PARTITION BY topic, broker_id) AS held, "
+              f"row_number() OVER (PARTITION BY topic, broker_id "
+              f"ORDER BY size_bytes DESC, `partition`, replica_index) AS held_rank FROM ({replicas})")
+    return (f"SELECT r.*, f.full_brokers, r.eligible AND r.held_rank > r.share AS topic_surplus "
+            f"FROM ({ranked}) r LEFT JOIN (SELECT topic, array_sort(collect_set(broker_id)) AS full_brokers "
+            f"FROM ({ranked}) WHERE eligible AND held >= share GROUP BY topic) f ON r.topic = f.topic")
 
 
 SIZE_LIMIT_SHARE = 4      # the largest replica moved: the mean replica size / this
