@@ -4,9 +4,11 @@ check the snapshot's files and the options against them, in plain Python
 before Spark starts (planner/snapshot_check.py: a bad snapshot is refused in
 about a second) -> start Spark (planner/session.py), read the snapshot ->
 feasibility (hard constraints no assignment can meet) -> optimize -> check
-the proposal against every hard constraint -> Kafka's assignment and the
-lower bound -> report -> plan files, written to a temporary directory beside
---out and renamed into place, so a failed run leaves nothing behind.
+the proposal against every hard constraint -> the lower bound -> report ->
+plan files, written to a temporary directory beside --out and renamed into
+place, so a failed run leaves nothing behind. Kafka's assignment and the
+snapshot's own figures (`Baselines`) do not depend on the proposal: they
+run on a second thread while the optimizer does.
 
 Errors: PlanUsageError (bad options or snapshot; exit 2) and
 PlanUnsatisfiable (a hard constraint cannot be met; exit 1, no plan).

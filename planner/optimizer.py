@@ -1,17 +1,19 @@
 """From the current assignment to the proposed one, as Spark jobs.
 
-The state is one DataFrame, a row per partition with its replicas and their
-log dirs (as dense dir ids), checkpointed after every round. The driver holds
-the per-dir and per-broker aggregates (goals/base.py) and, each round, a
-bounded batch of candidate replicas:
+The state is one DataFrame, the replica view: a row per replica with its
+partition's replicas and their log dirs (as dense dir ids) and the flags
+selections use, checkpointed after every round; the partitions are its rows
+of replica index 0. The driver holds the per-dir and per-broker aggregates
+(goals/base.py) and, each round, a bounded batch of candidate replicas:
 
 1. a goal says which sources (dirs or brokers) carry too much and by how much;
-2. a Spark job explodes the partitions into replicas, keeps those on these
-   sources that the goal wants to move (window by source, ordered by the
-   goal's preference, cumulative weight up to twice the excess: a spare for
-   candidates the driver refuses), and collects at most a batch of them
+2. one Spark job keeps, for each of the round's selections, the replicas on
+   these sources that the goal wants to move (window by source, ordered by
+   the goal's preference, cumulative weight up to twice the excess: a spare
+   for candidates the driver refuses), and collects at most a batch of them
    (batch_size: a share of all replicas, within BATCH_MIN..BATCH_MAX),
-   interleaved across sources;
+   interleaved across sources (a goal's pool of swap partners only when it
+   first asks for it);
 3. the driver places each candidate on the best destination that meets every
    hard constraint and keeps every higher-priority goal within its tolerance,
    updating the aggregates as it goes; at most one change per partition per
@@ -136,7 +138,7 @@ class _Model:
                    for r in broker_rows]
         self.cluster = Cluster(dirs, brokers, options)
         self._replica_columns = None
-        self.state = self._initial(snapshot.partitions, F)
+        self.view = self._replica_view(self._initial(snapshot.partitions, F))
         self._aggregate()
 
     # ---- building the state ------------------------------------------------
@@ -159,7 +161,7 @@ class _Model:
             "CAST(bytes_out_per_s AS DOUBLE) AS bytes_out_per_s",
             "(bytes_in_per_s + bytes_out_per_s) / greatest(size_bytes, 1) AS heat")
         state = state.repartition(self._slices(), "topic", "partition")
-        return state.withColumn("hot", self._hot(state, F)).localCheckpoint()
+        return state.withColumn("hot", self._hot(state, F))
 
     def _slices(self) -> int:
         return max(2, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
@@ -183,17 +185,29 @@ class _Model:
         return ((F.col("heat") > h) | ((F.col("heat") == h) & (
             (F.col("topic") < t) | ((F.col("topic") == t) & (F.col("partition") <= p)))))
 
-    def replicas(self):
-        """One row per replica, with the flags and columns selections use."""
-        return self.spark.sql(self._replicas_sql(), state=self.state)
-
-    def _replicas_sql(self) -> str:
-        """replicas() as SQL over `{state}`."""
+    def _replica_view(self, state):
+        """The replica view of a state, checkpointed: one row per replica,
+        with its partition's columns and the flags and columns selections
+        use. The state itself is read back from it (replica_index 0), so
+        each round's selections and the next round's changes start from one
+        checkpoint and short SQL."""
         if self._replica_columns is None:
             self._replica_columns = self._replica_sql()
-        return (f"SELECT *, {', '.join(self._replica_columns)} FROM ("
-                f"SELECT *, element_at(dirs, replica_index + 1) AS dir_id FROM ("
-                f"SELECT *, posexplode(replicas) AS (replica_index, broker_id) FROM {{state}}))")
+        self.partition_columns = state.columns
+        return self.spark.sql(
+            f"SELECT *, {', '.join(self._replica_columns)} FROM ("
+            f"SELECT *, element_at(dirs, replica_index + 1) AS dir_id FROM ("
+            f"SELECT *, posexplode(replicas) AS (replica_index, broker_id) FROM {{state}}))",
+            state=state).localCheckpoint()
+
+    @property
+    def state(self):
+        """One row per partition (the current assignment)."""
+        return self.view.where("replica_index = 0").select(*self.partition_columns)
+
+    def replicas(self):
+        """One row per replica, with the flags and columns selections use."""
+        return self.view
 
     def _replica_sql(self) -> list[str]:
         """media, eligible and rack_violation as SQL text, built once: every
@@ -311,10 +325,10 @@ class _Model:
             self.cluster.rack_violations = self.rack_violations()
             self._counted_at["rack_violations"] = moved
         if isinstance(goal, TopicSpread):
-            view = enrich(self._replicas_sql(), len(self.cluster.eligible_brokers()))
+            view = enrich("SELECT * FROM {replicas}", len(self.cluster.eligible_brokers()))
             self.cluster.topic_surplus = self.spark.sql(
                 f"SELECT count(*) AS n FROM ({view}) WHERE {surplus_sql(self.cluster)}",
-                state=self.state).first().n
+                replicas=self.view).first().n
             self._counted_at["topic_surplus"] = moved
 
     def _balance(self) -> str:
@@ -352,12 +366,14 @@ class _Model:
         cluster = self.cluster
         goal.start_round(cluster)
         touched, moves, leads = set(), [], []
+        # The round's selections read the state as the round found it: one Spark query for them all.
+        candidates = iter(self.select_all([s for s in selections if not s.pool]))
         for selection in selections:
             if selection.pool:               # selected when the goal first asks for it
                 goal.offer(cluster, lambda s=selection: [rep for _, rep in self.select(s)])
                 continue
             remaining = dict(selection.excess)
-            for source, rep in goal.arrange(cluster, selection, self.select(selection)):
+            for source, rep in goal.arrange(cluster, selection, next(candidates)):
                 if rep.key in touched or remaining.get(source, 0) <= 0:
                     continue
                 if selection.leaders_only:
@@ -424,31 +440,48 @@ class _Model:
         return True
 
     def select(self, selection) -> list[tuple[int, Replica]]:
-        """The candidates of a selection: a window per source, interleaved.
-        One SQL text, so one call to Spark and one analysis per selection."""
-        view = self._replicas_sql()
+        """The candidates of one selection (see select_all)."""
+        return self.select_all([selection])[0]
+
+    def select_all(self, selections) -> list[list[tuple[int, Replica]]]:
+        """The candidates of each selection: a window per source, ranked,
+        sources interleaved. One SQL text and one Spark job for them all
+        (a branch per selection), so one call to Spark and one analysis."""
+        if not selections:
+            return []
+        branches, arguments = [], {"replicas": self.view}
+        for number, selection in enumerate(selections):
+            branch, frames = self._selection_sql(number, selection)
+            branches.append(branch)
+            arguments.update(frames)
+        found: list[list] = [[] for _ in selections]
+        for r in self.spark.sql(" UNION ALL ".join(branches), **arguments).collect():
+            found[r.selection].append((r.rank, r.source, Replica(
+                r.topic, r.partition, r.replica_index, r.size_bytes, r.bytes_in, r.bytes_out, r.hot,
+                tuple(r.replicas), tuple(r.dirs), tuple(r.full_brokers or ()))))
+        return [[(source, replica) for _, source, replica in sorted(rows, key=lambda x: x[:2])]
+                for rows in found]
+
+    def _selection_sql(self, number: int, selection) -> tuple[str, dict]:
+        """One selection's branch of select_all, and the DataFrames it names."""
+        view = "SELECT * FROM {replicas}"
         if selection.enrich is not None:
             view = selection.enrich(view)
         else:
             view = f"SELECT *, CAST(NULL AS ARRAY<INT>) AS full_brokers FROM ({view})"
         weight = "CAST(1 AS BIGINT)" if selection.weight == "one" else f"`{selection.weight}`"
-        on_sources, arguments = self._on_sources(view, selection)
+        on_sources, frames = self._on_sources(number, view, selection)
         window = (f"(PARTITION BY source ORDER BY "
                   f"{', '.join([*selection.order, 'topic', '`partition`', 'replica_index'])})")
         fit = f" AND {weight} <= excess" if selection.fit else ""
-        query = (
-            f"SELECT source, topic, `partition`, replica_index, size_bytes, bytes_in, bytes_out, hot, replicas, "
-            f"dirs, full_brokers FROM ("
+        return (
+            f"SELECT * FROM (SELECT {number} AS selection, rank, source, topic, `partition`, replica_index, "
+            f"size_bytes, bytes_in, bytes_out, hot, replicas, dirs, full_brokers FROM ("
             f"  SELECT *, sum({weight}) OVER {window} AS cumulative, row_number() OVER {window} AS rank "
             f"  FROM ({on_sources}) WHERE ({selection.where}) AND {weight} > 0{fit} AND {weight} <= largest) "
-            f"WHERE cumulative - {weight} < excess * 2 ORDER BY rank, source LIMIT {int(self.batch)}")
-        rows = self.spark.sql(query, state=self.state, **arguments).collect()
-        return [(r.source, Replica(r.topic, r.partition, r.replica_index, r.size_bytes, r.bytes_in,
-                                   r.bytes_out, r.hot, tuple(r.replicas), tuple(r.dirs),
-                                   tuple(r.full_brokers or ())))
-                for r in rows]
+            f"WHERE cumulative - {weight} < excess * 2 ORDER BY rank, source LIMIT {int(self.batch)})"), frames
 
-    def _on_sources(self, view: str, selection) -> tuple[str, dict]:
+    def _on_sources(self, number: int, view: str, selection) -> tuple[str, dict]:
         """SQL of the replicas on the selection's sources, each with its
         source's `source`, `excess` and `largest` (LITERAL_ROWS says how),
         and the DataFrames it names."""
@@ -464,7 +497,7 @@ class _Model:
                     f"SELECT *, {table}[{key}] AS _source FROM ({view}) WHERE {key} IN ({keys}))"), {}
         sources = self.spark.createDataFrame(items, "source int, excess long, largest long")
         return (f"SELECT /*+ BROADCAST(s) */ v.*, s.source, s.excess, s.largest "
-                f"FROM ({view}) v JOIN {{sources}} s ON v.{key} = s.source"), {"sources": sources}
+                f"FROM ({view}) v JOIN {{sources_{number}}} s ON v.{key} = s.source"), {f"sources_{number}": sources}
 
     def apply(self, moves, leads) -> None:
         """Moves and leader changes into the state, then cut the lineage."""
@@ -481,9 +514,9 @@ class _Model:
 
         columns = [changed("replicas", "to_broker") if c == "replicas"
                    else changed("dirs", "to_dir") if c == "dirs" else f"`{c}`"
-                   for c in self.state.columns]
-        previous = self.state
-        self.state = joined.selectExpr(*columns).localCheckpoint()
+                   for c in self.partition_columns]
+        previous = self.view
+        self.view = self._replica_view(joined.selectExpr(*columns))
         previous.unpersist()
 
     def _with_actions(self, actions):
@@ -521,7 +554,7 @@ class _Model:
             "size_bytes", "bytes_in_per_s", "bytes_out_per_s")
 
     def release(self) -> None:
-        self.state.unpersist()
+        self.view.unpersist()
 
 
 def _accepted(hard_reason, seen, higher, guard) -> bool:
