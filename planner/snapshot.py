@@ -5,8 +5,10 @@ JSON Lines (`brokers.jsonl`) or Parquet (`brokers.parquet`, a file or a
 Spark output directory). Every check runs before Spark starts, in plain
 Python (planner/snapshot_check.py, which names the file, the line or the
 Parquet row's key, and the field of each error); Spark then reads the
-files with the documented schemas and nothing to check: one scan per table,
-cached, so the job's many passes over them do not parse JSON again.
+partitions' file with the documented schema and nothing to check: one
+scan, cached, so the job's many passes over it do not parse JSON again.
+The brokers and log dirs (a row per broker and per dir) are the rows the
+check kept, handed to Spark as they are: no file scan and no job for them.
 
 A table's values are typed as the check found them: JSON Lines through
 Spark's JSON reader with the schema given (no inference pass), Parquet
@@ -56,7 +58,9 @@ def read_snapshot(spark, directory, max_errors: int = MAX_ERRORS,
     from pyspark import StorageLevel
 
     checked = checked or check_snapshot(directory, max_errors)
-    frames = {table: _read_table(spark, table, path) for table, path in checked.files.items()}
+    frames = {table: (spark.createDataFrame(list(checked.small_tables[table]), schema(table))
+                      if table in checked.small_tables else _read_table(spark, table, path))
+              for table, path in checked.files.items()}
     for frame in frames.values():
         frame.persist(StorageLevel.MEMORY_AND_DISK)
     return Snapshot(frames["brokers"], frames["log_dirs"], frames["partitions"], str(directory), checked)

@@ -18,7 +18,9 @@ Rules:
   checks; empty tables come last and fill only the room left.
 - Memory: the first max_errors + 1 errors (a bounded heap, however bad the
   file), the broker ids, the (broker, dir) pairs and the table keys seen (for
-  duplicates); never the rows.
+  duplicates); never the partitions' rows. The brokers' and log dirs' rows
+  (one per broker and per dir) are kept, typed: the job takes them from
+  here rather than reading those files again (planner/snapshot.py).
 - Parquet is read with pyarrow, a batch at a time; its columns are typed as
   Spark would read them (unsigned 64-bit is a decimal, as in Spark).
 """
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TABLES = ("brokers", "log_dirs", "partitions")
+SMALL_TABLES = ("brokers", "log_dirs")     # a row per broker or dir: kept by the check
 MEDIA = ("ssd", "hdd")
 META_FILE = "snapshot.json"
 MAX_ERRORS = 5
@@ -79,6 +82,7 @@ class CheckedSnapshot:
     broker_ids: frozenset[int]
     replicas_per_broker: dict[int, int]
     reassigning_partitions: int = 0              # snapshot.json: recorded mid-reassignment
+    small_tables: dict[str, tuple[tuple, ...]] = field(default_factory=dict)  # SMALL_TABLES' rows, FIELDS order
 
 
 def table_files(directory: Path) -> dict[str, Path]:
@@ -121,7 +125,7 @@ def check_snapshot(directory, max_errors: int = MAX_ERRORS) -> CheckedSnapshot:
     if messages or empty:     # empty tables fill the room left, never counted as "more"
         raise SnapshotError(messages + empty[:max_errors - len(messages)])
     return CheckedSnapshot(directory, files, dict(seen.rows), frozenset(seen.brokers), dict(seen.replicas),
-                           reassigning)
+                           reassigning, {t: tuple(seen.small[t]) for t in SMALL_TABLES})
 
 
 def _read_meta(directory: Path) -> int:
@@ -152,6 +156,7 @@ class _Seen:
     dirs: set[tuple[int, str]] = field(default_factory=set)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     replicas: dict[int, int] = field(default_factory=dict)
+    small: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in SMALL_TABLES})
 
 
 @dataclass
@@ -177,6 +182,8 @@ def _table_errors(rank: int, table: str, path: Path, seen: _Seen) -> Iterator[tu
 
 
 def _remember(table: str, values: dict, seen: _Seen) -> None:
+    if table in seen.small:
+        seen.small[table].append(tuple(values[name] for name, _, _ in FIELDS[table]))
     if table == "brokers" and values["broker_id"] is not None:
         seen.brokers.add(values["broker_id"])
     elif table == "log_dirs" and values["broker_id"] is not None and values["path"] is not None:

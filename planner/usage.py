@@ -179,13 +179,29 @@ def state_loads(spark, tagged_frame, count: int, snapshot, current: int | None =
 
 
 def snapshot_tables(snapshot) -> tuple[list, list]:
-    """The brokers and log_dirs rows, sorted (small tables; collected once per snapshot)."""
+    """The brokers and log_dirs rows, sorted (small tables: the rows the
+    snapshot's check kept, else collected once per snapshot)."""
     cached = getattr(snapshot, "_rows", None)
     if cached is None:
-        cached = (snapshot.brokers.orderBy("broker_id").collect(),
-                  snapshot.log_dirs.orderBy("broker_id", "path").collect())
+        small = snapshot.checked.small_tables if snapshot.checked is not None else {}
+        if small:
+            cached = tuple(sorted((_row(table, values) for values in small[table]),
+                                  key=lambda r: (r.broker_id, getattr(r, "path", "")))
+                           for table in ("brokers", "log_dirs"))
+        else:
+            cached = (snapshot.brokers.orderBy("broker_id").collect(),
+                      snapshot.log_dirs.orderBy("broker_id", "path").collect())
         snapshot._rows = cached
     return cached
+
+
+def _row(table: str, values: tuple):
+    """A pyspark Row, as collect() would give it."""
+    from pyspark.sql import Row
+
+    from kafkactl.planner.snapshot_check import FIELDS
+
+    return Row(**{name: value for (name, _, _), value in zip(FIELDS[table], values)})
 
 
 def held_bytes(snapshot) -> dict[tuple[int, str], int]:

@@ -69,6 +69,45 @@ def test_a_proposal_that_breaks_a_hard_constraint_is_never_written(spark, stand_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
 
 
+def test_a_failed_run_cancels_the_baselines_thread_and_leaves_no_spark_job_running(spark, tmp_path):
+    """Kafka's assignment and the snapshot's figures run on a thread of their
+    own while the optimizer does: when the run fails, their Spark jobs are
+    cancelled and the thread ends before run() returns."""
+    import threading
+    import time
+
+    write_fixture("unbalanced_two_racks", tmp_path / "snap")
+    tracker = spark.sparkContext.statusTracker()
+    seen = []
+
+    def failing(session, snapshot, options):
+        deadline = time.monotonic() + 60
+        while not seen and time.monotonic() < deadline:    # fail while the baselines run
+            seen.extend(tracker.getJobIdsForGroup(job.Baselines.GROUP))
+            time.sleep(0.01)
+        raise RuntimeError("the optimizer failed")
+
+    with pytest.raises(RuntimeError, match="the optimizer failed"):
+        job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), failing)
+    assert seen, "the baselines never started a Spark job"
+    assert job.Baselines.GROUP not in [t.name for t in threading.enumerate()]
+    assert not set(tracker.getActiveJobsIds()) & set(tracker.getJobIdsForGroup(job.Baselines.GROUP))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
+
+
+def test_a_failing_baseline_fails_the_run_and_writes_nothing(spark, stand_in, tmp_path, monkeypatch):
+    from kafkactl.planner import baseline
+
+    def broken(snapshot, options):
+        raise RuntimeError("Kafka's assignment failed")
+
+    monkeypatch.setattr(baseline, "kafka_assignment", broken)
+    write_fixture("unbalanced_two_racks", tmp_path / "snap")
+    with pytest.raises(RuntimeError, match="Kafka's assignment failed"):
+        job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), stand_in.identity)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
+
+
 SPARK_NOISE = ("Using Spark's default log4j profile", "native-hadoop", "resolves to a loopback address",
                "WARN", "incubator modules", "log4j", "setLogLevel")
 

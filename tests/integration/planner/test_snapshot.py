@@ -63,6 +63,30 @@ def test_parquet_tables_of_narrower_types_are_read_as_the_schema_has_them(spark,
         snapshot.unpersist()
 
 
+@pytest.mark.parametrize("form", ["jsonl", "parquet"])
+def test_the_small_tables_kept_by_the_check_are_what_spark_reads_from_the_files(spark, tmp_path, form):
+    """The brokers and log dirs reach the job from the check's rows, not from
+    the files: as Rows they equal Spark's own reading of the files."""
+    from kafkactl.planner.snapshot import _read_table
+    from kafkactl.planner.usage import snapshot_tables
+
+    write_fixture("unequal_racks", tmp_path)
+    if form == "parquet":
+        for table in ("brokers", "log_dirs"):
+            _read_table(spark, table, tmp_path / f"{table}.jsonl").toPandas().to_parquet(tmp_path / f"{table}.parquet")
+            (tmp_path / f"{table}.jsonl").unlink()
+    snapshot = read_snapshot(spark, tmp_path)
+    try:
+        kept = snapshot_tables(snapshot)
+        for table, frame, order in (("brokers", snapshot.brokers, ["broker_id"]),
+                                    ("log_dirs", snapshot.log_dirs, ["broker_id", "path"])):
+            from_file = _read_table(spark, table, snapshot.checked.files[table]).orderBy(*order).collect()
+            assert [r.asDict() for r in kept[table == "log_dirs"]] == [r.asDict() for r in from_file]
+            assert frame.orderBy(*order).collect() == from_file
+    finally:
+        snapshot.unpersist()
+
+
 def test_a_parquet_rack_column_of_nulls_only_reads_as_strings(spark, tmp_path):
     import pandas as pd
 

@@ -10,7 +10,7 @@ import pytest
 
 from kafkactl.planner import job
 from kafkactl.planner.fixtures import fixture, write_fixture, write_jsonl
-from kafkactl.planner.snapshot_check import SnapshotError, check_snapshot, java_double, quoted, spark_json
+from kafkactl.planner.snapshot_check import FIELDS, SnapshotError, check_snapshot, java_double, quoted, spark_json
 
 
 def bad_snapshot(directory):
@@ -198,6 +198,10 @@ def test_a_valid_snapshot_is_summed_up_for_the_options_checks(tmp_path):
     assert checked.broker_ids == {b["broker_id"] for b in expected.brokers}
     assert sum(checked.replicas_per_broker.values()) == sum(len(p["replicas"]) for p in expected.partitions)
     assert checked.reassigning_partitions == 0
+    # the small tables' rows are kept, typed, in the schema's order (the job reads them from here)
+    assert checked.small_tables == {
+        table: tuple(tuple(row[name] for name, _, _ in FIELDS[table]) for row in getattr(expected, table))
+        for table in ("brokers", "log_dirs")}
 
 
 def test_options_naming_brokers_the_snapshot_lacks_are_refused_before_spark(tmp_path, monkeypatch):
