@@ -3,12 +3,13 @@
 check the snapshot's files and the options against them, in plain Python
 before Spark starts (planner/snapshot_check.py: a bad snapshot is refused in
 about a second) -> start Spark (planner/session.py), read the snapshot ->
-feasibility (hard constraints no assignment can meet) -> optimize -> check
-the proposal against every hard constraint -> the lower bound -> report ->
-plan files, written to a temporary directory beside --out and renamed into
-place, so a failed run leaves nothing behind. Kafka's assignment and the
-snapshot's own figures (`Baselines`) do not depend on the proposal: they
-run on a second thread while the optimizer does.
+optimize, and beside it feasibility (hard constraints no assignment can
+meet: no plan, whatever the optimizer found) -> check the proposal against
+every hard constraint -> the lower bound -> report -> plan files, written to
+a temporary directory beside --out and renamed into place, so a failed run
+leaves nothing behind. Feasibility, Kafka's assignment and the snapshot's
+own figures do not depend on the proposal: they run on a second thread
+while the optimizer does (`Background`).
 
 Errors: PlanUsageError (bad options or snapshot; exit 2) and
 PlanUnsatisfiable (a hard constraint cannot be met; exit 1, no plan).
@@ -191,27 +192,34 @@ def run(spark, snapshot_dir, out_dir, options: PlannerOptions, optimize=None, ch
 
 def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize, clock) -> dict:
     from kafkactl.planner import bounds, report
-    from kafkactl.planner.constraints import infeasible
 
-    reasons = infeasible(snapshot, options)
-    clock.lap("feasibility")
-    if reasons:
-        raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", reasons)
-    # What does not depend on the proposal (Kafka's assignment, the snapshot's
-    # own figures, the counts, the bound's partition classes) is computed on a
-    # thread meanwhile: the optimizer's driver-side work leaves Spark idle.
-    baselines = Baselines(spark, snapshot, options)
+    # Feasibility and what does not depend on the proposal run on a second
+    # thread while the optimizer runs (Background): the optimizer's
+    # driver-side work leaves Spark idle, and an infeasible snapshot cancels
+    # the optimizer's Spark jobs.
+    context = spark.sparkContext
+    context.setJobGroup(OPTIMIZER_GROUP, "the optimizer", interruptOnCancel=True)
+    background = Background(spark, snapshot, options)
     try:
-        proposal = optimize(spark, snapshot, options)
+        try:
+            proposal = optimize(spark, snapshot, options)
+        except Exception:
+            _refuse_infeasible(background.feasibility())   # the cause, when it is one
+            raise
+        finally:
+            background.optimizer_done.set()
+            context.setLocalProperty("spark.jobGroup.id", None)
+        _refuse_infeasible(background.feasibility())
         assignment = proposal.assignment.persist()
         clock.lap("optimize")
+        clock.steps["feasibility"] = background.feasibility_s
         try:
             if proposal.unsatisfied:
                 raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", proposal.unsatisfied)
             (after,) = report.evaluate_states([assignment], snapshot, options, options.throttle_bytes_per_s)
             _refuse_broken(after, options)
             clock.lap("check_and_evaluate")
-            before, kafka_figures, counts = baselines.result()
+            before, kafka_figures, counts = background.result()
             bound = bounds.lower_bound(snapshot, options, after["log_dirs"])
             clock.lap("baselines")
             times = clock.laps()
@@ -224,27 +232,68 @@ def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize,
         finally:
             assignment.unpersist()
     finally:
-        baselines.stop()
+        background.stop()
 
 
-class Baselines:
-    """The snapshot's own figures, Kafka's assignment's and the counts, on a
-    thread of their own (a Spark job group, cancelled if the run fails)."""
+OPTIMIZER_GROUP = "kafkactl-optimizer"
+CANCEL_POLL_S = 0.05
 
-    GROUP = "kafkactl-baselines"
+
+def _refuse_infeasible(reasons: list[str]) -> None:
+    if reasons:
+        raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", reasons)
+
+
+class Background:
+    """The run's second thread, beside the optimizer, its Spark jobs in a
+    group of their own (cancelled if the run fails):
+
+    1. feasibility (constraints.infeasible): the hard constraints no
+       assignment can meet; when there are any, the optimizer's Spark jobs
+       (OPTIMIZER_GROUP) are cancelled until it stops, and the thread ends;
+    2. Kafka's assignment, the snapshot's own figures and Kafka's (checked
+       and evaluated in one pass), the counts and the lower bound's
+       partition classes.
+    """
+
+    GROUP = "kafkactl-background"
 
     def __init__(self, spark, snapshot, options):
+        import threading
+
         from pyspark import InheritableThread
 
         self._spark, self._outcome = spark, {}
+        self._feasible = threading.Event()
+        self.optimizer_done = threading.Event()     # set by the run's thread when optimize returns or raises
+        self.reasons: list[str] = []
+        self.feasibility_s = 0.0
         self._thread = InheritableThread(target=self._run, args=(snapshot, options), name=self.GROUP, daemon=True)
         self._thread.start()
 
     def _run(self, snapshot, options) -> None:
         from kafkactl.planner import baseline, bounds, report
+        from kafkactl.planner.constraints import infeasible
 
+        context = self._spark.sparkContext
         try:
-            self._spark.sparkContext.setJobGroup(self.GROUP, "the plan's baselines", interruptOnCancel=True)
+            context.setJobGroup(self.GROUP, "feasibility and the plan's baselines", interruptOnCancel=True)
+            started = time.monotonic()
+            self.reasons = infeasible(snapshot, options)
+            self.feasibility_s = round(time.monotonic() - started, 3)
+        except BaseException as error:   # re-raised on the caller's thread by feasibility()
+            self._outcome["feasibility_error"] = self._outcome["error"] = error
+            return
+        finally:
+            self._feasible.set()
+        if self.reasons:
+            # Cancelling a group cancels only its jobs running then: the
+            # optimizer's later jobs are cancelled as they start, until it stops.
+            context.cancelJobGroup(OPTIMIZER_GROUP)
+            while not self.optimizer_done.wait(CANCEL_POLL_S):
+                context.cancelJobGroup(OPTIMIZER_GROUP)
+            return
+        try:
             kafka = baseline.kafka_assignment(snapshot, options)
             before, kafka_figures = report.evaluate_states([snapshot.partitions, kafka], snapshot, options,
                                                            options.throttle_bytes_per_s)
@@ -254,6 +303,13 @@ class Baselines:
         except BaseException as error:   # re-raised on the caller's thread by result()
             self._outcome["error"] = error
 
+    def feasibility(self) -> list[str]:
+        """Why no assignment can meet the hard constraints (empty: no proof of that)."""
+        self._feasible.wait()
+        if "feasibility_error" in self._outcome:
+            raise self._outcome["feasibility_error"]
+        return self.reasons
+
     def result(self):
         self._thread.join()
         if "error" in self._outcome:
@@ -261,6 +317,7 @@ class Baselines:
         return self._outcome["result"]
 
     def stop(self) -> None:
+        self.optimizer_done.set()
         if self._thread.is_alive():
             self._spark.sparkContext.cancelJobGroup(self.GROUP)
             self._thread.join()

@@ -138,7 +138,9 @@ class _Model:
                    for r in broker_rows]
         self.cluster = Cluster(dirs, brokers, options)
         self._replica_columns = None
-        self.view = self._replica_view(self._initial(snapshot.partitions, F))
+        state = self._initial(snapshot.partitions, F)
+        self.partition_columns = state.columns
+        self.view = self._replica_view("SELECT * FROM {state}", state=state)
         self._aggregate()
 
     # ---- building the state ------------------------------------------------
@@ -185,25 +187,28 @@ class _Model:
         return ((F.col("heat") > h) | ((F.col("heat") == h) & (
             (F.col("topic") < t) | ((F.col("topic") == t) & (F.col("partition") <= p)))))
 
-    def _replica_view(self, state):
-        """The replica view of a state, checkpointed: one row per replica,
-        with its partition's columns and the flags and columns selections
-        use. The state itself is read back from it (replica_index 0), so
-        each round's selections and the next round's changes start from one
-        checkpoint and short SQL."""
+    def _replica_view(self, source: str, **frames):
+        """The replica view of a state (`source`: SQL over `frames`), checkpointed:
+        one row per replica, with its partition's columns and the flags and
+        columns selections use. The state itself is read back from it
+        (replica_index 0), so each round's selections and the next round's
+        changes start from one checkpoint, each as one SQL text."""
         if self._replica_columns is None:
             self._replica_columns = self._replica_sql()
-        self.partition_columns = state.columns
         return self.spark.sql(
             f"SELECT *, {', '.join(self._replica_columns)} FROM ("
             f"SELECT *, element_at(dirs, replica_index + 1) AS dir_id FROM ("
-            f"SELECT *, posexplode(replicas) AS (replica_index, broker_id) FROM {{state}}))",
-            state=state).localCheckpoint()
+            f"SELECT *, posexplode(replicas) AS (replica_index, broker_id) FROM ({source})))",
+            **frames).localCheckpoint()
+
+    def _state_sql(self) -> str:
+        """SQL of the state, one row per partition, over `{replicas}` (the view)."""
+        return f"SELECT {', '.join(f'`{c}`' for c in self.partition_columns)} FROM {{replicas}} WHERE replica_index = 0"
 
     @property
     def state(self):
         """One row per partition (the current assignment)."""
-        return self.view.where("replica_index = 0").select(*self.partition_columns)
+        return self.spark.sql(self._state_sql(), replicas=self.view)
 
     def replicas(self):
         """One row per replica, with the flags and columns selections use."""
@@ -504,7 +509,7 @@ class _Model:
         actions = ([(m.topic, m.partition, "move", m.replica_index, m.to_broker, m.to_dir)
                     for m in moves]
                    + [(c.topic, c.partition, "lead", c.new_index, None, None) for c in leads])
-        joined = self._with_actions(actions)
+        joined, frames = self._with_actions(actions)
 
         def changed(column, new_value):
             moved = f"transform({column}, (x, i) -> CASE WHEN i = act_index THEN {new_value} ELSE x END)"
@@ -516,18 +521,20 @@ class _Model:
                    else changed("dirs", "to_dir") if c == "dirs" else f"`{c}`"
                    for c in self.partition_columns]
         previous = self.view
-        self.view = self._replica_view(joined.selectExpr(*columns))
+        self.view = self._replica_view(f"SELECT {', '.join(columns)} FROM ({joined})", replicas=previous, **frames)
         previous.unpersist()
 
-    def _with_actions(self, actions):
-        """The state, each partition with its action's kind, act_index,
-        to_broker and to_dir (NULL: none; LITERAL_ROWS says how)."""
-        from pyspark.sql import functions as F
-
+    def _with_actions(self, actions) -> tuple[str, dict]:
+        """SQL of the state, each partition with its action's kind,
+        act_index, to_broker and to_dir (NULL: none; LITERAL_ROWS says how),
+        and the DataFrames it names besides `{replicas}`."""
+        state = self._state_sql()
         if len(actions) > LITERAL_ROWS:
             frame = self.spark.createDataFrame(
                 actions, "topic string, partition int, kind string, act_index int, to_broker int, to_dir int")
-            return self.state.join(F.broadcast(frame), ["topic", "partition"], "left")
+            return (f"SELECT /*+ BROADCAST(a) */ s.*, a.kind, a.act_index, a.to_broker, a.to_dir "
+                    f"FROM ({state}) s LEFT JOIN {{actions}} a ON s.topic = a.topic AND s.`partition` = a.`partition`",
+                    {"actions": frame})
 
         def number(value):
             return "CAST(NULL AS INT)" if value is None else f"CAST({int(value)} AS INT)"
@@ -537,9 +544,9 @@ class _Model:
             f"named_struct('kind', {_sql_string(kind)}, 'act_index', {number(index)}, "
             f"'to_broker', {number(broker)}, 'to_dir', {number(to_dir)})"
             for topic, partition, kind, index, broker, to_dir in actions) + ")"
-        return (self.state.selectExpr("*", f"{table}[named_struct('topic', topic, 'partition', `partition`)] AS _act")
-                .selectExpr("* EXCEPT (_act)", "_act.kind AS kind", "_act.act_index AS act_index",
-                            "_act.to_broker AS to_broker", "_act.to_dir AS to_dir"))
+        return (f"SELECT * EXCEPT (_act), _act.kind AS kind, _act.act_index AS act_index, "
+                f"_act.to_broker AS to_broker, _act.to_dir AS to_dir FROM ("
+                f"SELECT *, {table}[named_struct('topic', topic, 'partition', `partition`)] AS _act FROM ({state}))"), {}
 
     # ---- the result -----------------------------------------------------------
 

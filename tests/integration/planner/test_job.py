@@ -83,15 +83,43 @@ def test_a_failed_run_cancels_the_baselines_thread_and_leaves_no_spark_job_runni
     def failing(session, snapshot, options):
         deadline = time.monotonic() + 60
         while not seen and time.monotonic() < deadline:    # fail while the baselines run
-            seen.extend(tracker.getJobIdsForGroup(job.Baselines.GROUP))
+            seen.extend(tracker.getJobIdsForGroup(job.Background.GROUP))
             time.sleep(0.01)
         raise RuntimeError("the optimizer failed")
 
     with pytest.raises(RuntimeError, match="the optimizer failed"):
         job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), failing)
     assert seen, "the baselines never started a Spark job"
-    assert job.Baselines.GROUP not in [t.name for t in threading.enumerate()]
-    assert not set(tracker.getActiveJobsIds()) & set(tracker.getJobIdsForGroup(job.Baselines.GROUP))
+    assert job.Background.GROUP not in [t.name for t in threading.enumerate()]
+    assert not set(tracker.getActiveJobsIds()) & set(tracker.getJobIdsForGroup(job.Background.GROUP))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
+
+
+def test_an_infeasible_snapshot_cancels_the_optimizer_running_beside_feasibility(spark, tmp_path):
+    """Feasibility runs on the background thread while the optimizer starts:
+    when it proves the snapshot infeasible, the optimizer's Spark jobs are
+    cancelled and the run fails with feasibility's reasons."""
+    import time
+
+    from kafkactl.planner.proposal import Proposal
+
+    write_fixture("rack_constraint_unsatisfiable", tmp_path / "snap")
+    outcome = {}
+
+    def endless(session, snapshot, options):
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline:
+                session.range(1000).selectExpr("sum(id)").collect()
+        except Exception as error:
+            outcome["stopped by"] = str(error)
+            raise
+        return Proposal(snapshot.partitions, [], 0)
+
+    with pytest.raises(job.PlanUnsatisfiable) as raised:
+        job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), endless)
+    assert "cancel" in outcome.get("stopped by", "").lower(), outcome
+    assert [d.split(":")[0] for d in raised.value.details] == ["rack spread"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
 
 
