@@ -216,7 +216,9 @@ def test_kafka_python_creates_deletes_and_adds_partitions(cluster):
         grown = assignment(zk, topic).partitions
         assert sorted(grown) == [0, 1, 2, 3] and all(len(r) == 3 for r in grown.values())
         client.delete_topics([topic], timeout_ms=30_000)
-        assert topic not in client.list_topics()
+        # As Kafka's DelayedDeleteTopics: the answer waits for the deletion in the metadata of the broker
+        # that took the request (the controller); the broker list_topics asks may see it a moment later.
+        wait_for(lambda: topic not in client.list_topics(), 30, f"{topic} gone from list_topics")
         wait_for(lambda: assignment(zk, topic) is None, 30, f"{topic} deleted from ZooKeeper")
     finally:
         client.close()
