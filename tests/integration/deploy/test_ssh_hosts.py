@@ -18,6 +18,7 @@ import paramiko
 import pytest
 
 from support.ssh_hosts import PREFIX, REGISTRY_DIR, SHM, SshHostError, SshHosts, cleanup_leftovers, write_known_hosts
+from support.waiting import wait_for
 
 TESTS_DIR = Path(__file__).resolve().parents[2]
 ROTATIONAL = {"ssd": "0", "hdd": "1"}
@@ -159,12 +160,19 @@ def test_teardown_leaves_no_namespace_link_loop_device_process_or_file(tmp_path)
         # a process the host started outside any session, as a deployed broker would be
         started = host.run("setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started")
         assert started.stdout.strip() == "started"
-        pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True,
-                                               timeout=10).stdout.split()]
+        seen = {}
+
+        def sleep_started() -> bool:
+            # the backgrounded child may not have exec'd `sleep` yet when the command returns
+            seen["pids"] = [int(p) for p in subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True,
+                                                           text=True, timeout=10).stdout.split()]
+            seen["described"] = {pid: _describe(pid) for pid in seen["pids"]}
+            return any("sleep 600" in text for text in seen["described"].values())
+
+        wait_for(sleep_started, 10, "the host's sleep 600 in the namespace")
+        pids, described = seen["pids"], seen["described"]
         assert host.pid in pids and len(pids) >= 3      # unshare, sshd, sleep
         started_at = {pid: _start_time(pid) for pid in pids}
-        described = {pid: _describe(pid) for pid in pids}
-        assert any("sleep 600" in text for text in described.values()), described
         assert _traces(hosts.rid)
         images = [disk.image for disk in host.disks]
         devices = [(disk.device, str(disk.image)) for disk in host.disks]

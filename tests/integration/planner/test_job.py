@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from support.waiting import wait_for
+
 from kafkactl.cluster.admin.plan_file import parse_reassignment_plan
 from kafkactl.planner import job
 from kafkactl.planner.fixtures import FIXTURES, write_fixture
@@ -91,7 +93,9 @@ def test_a_failed_run_cancels_the_baselines_thread_and_leaves_no_spark_job_runni
         job.run(spark, tmp_path / "snap", tmp_path / "out", job.build_options(), failing)
     assert seen, "the baselines never started a Spark job"
     assert job.Background.GROUP not in [t.name for t in threading.enumerate()]
-    assert not set(tracker.getActiveJobsIds()) & set(tracker.getJobIdsForGroup(job.Background.GROUP))
+    # the status tracker learns of a cancelled job's end through Spark's listener bus, a moment later
+    wait_for(lambda: not set(tracker.getActiveJobsIds()) & set(tracker.getJobIdsForGroup(job.Background.GROUP)),
+             10, "the background thread's Spark jobs ended")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]
 
 
