@@ -35,10 +35,29 @@ def fc(tmp_path_factory):
                                               "auto.leader.rebalance.enable": "false"})
     faults = FaultCluster(cluster, status)
     try:
+        # As Kafka's own test harness (waitUntilBrokerMetadataIsPropagated): every broker knows the
+        # others and the controller before the module's clients start.
+        for broker in status.brokers:
+            wait_for(lambda b=broker: _knows_the_cluster(b, len(status.brokers)), 30,
+                     f"broker {broker.id}'s metadata names every broker and the controller")
         yield faults
     finally:
         faults.close()
         cluster.down()
+
+
+def _knows_the_cluster(broker, count: int) -> bool:
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=f"{broker.host}:{broker.port}", request_timeout_ms=5000)
+    except Exception:       # not answering yet: polled again
+        return False
+    try:
+        answer = admin.describe_cluster()
+        return len(answer["brokers"]) == count and answer["controller_id"] >= 0
+    except Exception:       # not answering yet: polled again
+        return False
+    finally:
+        admin.close()
 
 
 @pytest.fixture
