@@ -204,18 +204,17 @@ def _plan(spark, snapshot, snapshot_dir: Path, out_dir: Path, options, optimize,
         try:
             proposal = optimize(spark, snapshot, options)
         except Exception:
-            _refuse_infeasible(background.feasibility())   # the cause, when it is one
+            _refuse_unsatisfiable(background.feasibility())   # the cause, when it is one
             raise
         finally:
             background.optimizer_done.set()
             context.setLocalProperty("spark.jobGroup.id", None)
-        _refuse_infeasible(background.feasibility())
+        _refuse_unsatisfiable(background.feasibility())
         assignment = proposal.assignment.persist()
         clock.lap("optimize")
         clock.steps["feasibility"] = background.feasibility_s
         try:
-            if proposal.unsatisfied:
-                raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", proposal.unsatisfied)
+            _refuse_unsatisfiable(proposal.unsatisfied)
             (after,) = report.evaluate_states([assignment], snapshot, options, options.throttle_bytes_per_s)
             _refuse_broken(after, options)
             clock.lap("check_and_evaluate")
@@ -239,7 +238,7 @@ OPTIMIZER_GROUP = "kafkactl-optimizer"
 CANCEL_POLL_S = 0.05
 
 
-def _refuse_infeasible(reasons: list[str]) -> None:
+def _refuse_unsatisfiable(reasons: list[str]) -> None:
     if reasons:
         raise PlanUnsatisfiable("a hard constraint cannot be met; no plan written", reasons)
 

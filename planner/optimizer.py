@@ -210,10 +210,6 @@ class _Model:
         """One row per partition (the current assignment)."""
         return self.spark.sql(self._state_sql(), replicas=self.view)
 
-    def replicas(self):
-        """One row per replica, with the flags and columns selections use."""
-        return self.view
-
     def _replica_sql(self) -> list[str]:
         """media, eligible and rack_violation as SQL text, built once: every
         round's selections use them, and SQL text is one call from Python to
@@ -242,7 +238,7 @@ class _Model:
         from pyspark.sql import functions as F
 
         leader = F.col("replica_index") == 0
-        rows = (self.replicas().groupBy("dir_id").agg(
+        rows = (self.view.groupBy("dir_id").agg(
             F.sum("size_bytes").alias("size_bytes"),
             F.sum(F.when(F.col("hot"), F.col("size_bytes")).otherwise(0)).alias("hot_bytes"),
             F.count(F.lit(1)).alias("replicas"),
@@ -286,7 +282,7 @@ class _Model:
     def rack_violations(self) -> int:
         if not self.cluster.rack_count:
             return 0
-        return self.replicas().where("rack_violation").count()
+        return self.view.where("rack_violation").count()
 
     # ---- rounds -------------------------------------------------------------
 

@@ -179,18 +179,14 @@ def state_loads(spark, tagged_frame, count: int, snapshot, current: int | None =
 
 
 def snapshot_tables(snapshot) -> tuple[list, list]:
-    """The brokers and log_dirs rows, sorted (small tables: the rows the
-    snapshot's check kept, else collected once per snapshot)."""
+    """The brokers and log_dirs rows, sorted: the rows the snapshot's check
+    kept (small tables; no Spark job), as Rows, built once per snapshot."""
     cached = getattr(snapshot, "_rows", None)
     if cached is None:
-        small = snapshot.checked.small_tables if snapshot.checked is not None else {}
-        if small:
-            cached = tuple(sorted((_row(table, values) for values in small[table]),
-                                  key=lambda r: (r.broker_id, getattr(r, "path", "")))
-                           for table in ("brokers", "log_dirs"))
-        else:
-            cached = (snapshot.brokers.orderBy("broker_id").collect(),
-                      snapshot.log_dirs.orderBy("broker_id", "path").collect())
+        small = snapshot.checked.small_tables
+        cached = tuple(sorted((_row(table, values) for values in small[table]),
+                              key=lambda r: (r.broker_id, getattr(r, "path", "")))
+                       for table in ("brokers", "log_dirs"))
         snapshot._rows = cached
     return cached
 
