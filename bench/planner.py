@@ -41,26 +41,6 @@ import zlib
 from pathlib import Path
 
 AIM_SECONDS_1M = 600
-SCHEMAS = {
-    "brokers": "broker_id int, rack string, network_in_capacity_bytes_per_s long, "
-               "network_out_capacity_bytes_per_s long",
-    "log_dirs": "broker_id int, path string, media string, capacity_bytes long, used_bytes long",
-    "partitions": "topic string, partition int, replicas array<int>, leader int, "
-                  "log_dirs array<string>, size_bytes long, bytes_in_per_s double, "
-                  "bytes_out_per_s double",
-}
-
-
-class Snapshot:
-    def __init__(self, spark, directory: Path, parquet: bool):
-        for name, schema in SCHEMAS.items():
-            if parquet:
-                frame = spark.read.parquet(str(directory / f"{name}.parquet"))
-            else:
-                frame = spark.read.schema(schema).json(str(directory / f"{name}.jsonl"))
-            setattr(self, name, frame)
-
-
 def kafka_default(spark, snapshot, seed: int):
     """Kafka's assignment (cluster/admin/replica_assignment.py) per topic on the
     same brokers; a new replica's log dir by partition number among the
@@ -146,16 +126,14 @@ def run_size(partitions: int, brokers: int, runs: int, seed: int, workdir: Path,
         path, added, replicas = made.path, made.added_brokers, made.replicas
     generated = time.monotonic() - started
     options = PlannerOptions(seed=seed, add_brokers=tuple(added))
-    result = optimize_and_measure(path, parquet, options, runs, seed)
+    result = optimize_and_measure(path, options, runs, seed)
     return {"partitions": partitions, "brokers": brokers, "replicas": replicas, "skewed": skewed,
             "generate_s": generated, **result}
 
 
-def optimize_and_measure(path: Path, parquet: bool, options, runs: int, seed: int) -> dict:
+def optimize_and_measure(path: Path, options, runs: int, seed: int) -> dict:
+    """measure() on a Spark session of its own (each size starts a fresh JVM)."""
     from pyspark.sql import SparkSession
-
-    from kafkactl.planner import loads
-    from kafkactl.planner.optimizer import optimize
 
     spark = (SparkSession.builder.master("local[2]").appName("bench-planner")
              .config("spark.sql.shuffle.partitions", "8")
@@ -163,7 +141,21 @@ def optimize_and_measure(path: Path, parquet: bool, options, runs: int, seed: in
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        snapshot = Snapshot(spark, path, parquet)
+        return measure(spark, path, options, runs, seed)
+    finally:
+        spark.stop()
+
+
+def measure(spark, path: Path, options, runs: int, seed: int) -> dict:
+    """The optimizer's compute time (`runs` runs; the snapshot read and
+    checked as `kafkactl plan` does, not timed) and the figures of its plan,
+    Kafka's assignment and the constraint-aware bound."""
+    from kafkactl.planner import loads
+    from kafkactl.planner.optimizer import optimize
+    from kafkactl.planner.snapshot import read_snapshot
+
+    snapshot = read_snapshot(spark, path)
+    try:
         times, result = [], None
         for _ in range(runs):
             started = time.monotonic()
@@ -181,7 +173,7 @@ def optimize_and_measure(path: Path, parquet: bool, options, runs: int, seed: in
         return {"times": times, "rounds": result.rounds, "before": before, "after": after, "kafka": kafka,
                 "bound": bound, "goals": goals}
     finally:
-        spark.stop()
+        snapshot.unpersist()
 
 
 def constraint_bound(snapshot, options, dirs) -> dict:
