@@ -22,7 +22,8 @@ from typing import Callable, Generic, Sequence, TypeVar
 
 from kafkactl.cluster import fatal
 from kafkactl.cluster.deploy.inventory import Connection
-from kafkactl.cluster.deploy.ssh import HostSession, SshError, SshOptions, connect, endpoint, one_line
+from kafkactl.cluster.deploy.ssh import HostSession, SshOptions, connect
+from kafkactl.cluster.deploy.ssh_results import SshError, endpoint, one_line
 
 T = TypeVar("T")
 Connect = Callable[[str, Connection, SshOptions], HostSession]

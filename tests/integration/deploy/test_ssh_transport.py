@@ -24,9 +24,10 @@ import pytest
 
 from kafkactl.cluster.deploy.inventory import Connection
 from kafkactl.cluster.deploy.parallel import on_hosts
-from kafkactl.cluster.deploy.ssh import (
-    AuthenticationFailed, CommandFailed, CommandTimeout, HostKeyMismatch, HostKeyUnknown, SshOptions, TransferFailed,
-    Unreachable, connect, shell_join,
+from kafkactl.cluster.deploy.ssh import SshOptions, connect
+from kafkactl.cluster.deploy.ssh_results import (
+    AuthenticationFailed, CommandFailed, CommandTimeout, HostKeyMismatch, HostKeyUnknown, TransferFailed, Unreachable,
+    shell_join,
 )
 
 CONNECT_TIMEOUT_S = 5.0

@@ -9,7 +9,8 @@ import pytest
 from kafkactl.cluster import fatal
 from kafkactl.cluster.deploy.inventory import Connection
 from kafkactl.cluster.deploy.parallel import HostOutcome, on_hosts
-from kafkactl.cluster.deploy.ssh import SshOptions, Unreachable
+from kafkactl.cluster.deploy.ssh import SshOptions
+from kafkactl.cluster.deploy.ssh_results import Unreachable
 from kafkactl.cluster.invariant import InvariantViolation
 
 OPTIONS = SshOptions(Path("/k/known_hosts"))

@@ -8,7 +8,7 @@ import pytest
 
 from kafkactl.cluster.deploy.layout import HostLayout
 from kafkactl.cluster.deploy.services import HostServices, ServiceError
-from kafkactl.cluster.deploy.ssh import CommandResult
+from kafkactl.cluster.deploy.ssh_results import CommandResult
 
 
 class RecordingSession:
