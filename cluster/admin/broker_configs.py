@@ -185,12 +185,12 @@ _TABLE = [
     _log("log.retention.ms", LONG, "retention.ms", _UNLIMITED_OR_POSITIVE, applied=True),
     _log("message.max.bytes", INT, "max.message.bytes", _at_least(0), applied=True),
     _log("log.index.interval.bytes", INT, "index.interval.bytes", _at_least(0), applied=True),
-    _log("log.cleaner.delete.retention.ms", LONG, "delete.retention.ms", _at_least(0)),
-    _log("log.cleaner.min.compaction.lag.ms", LONG, "min.compaction.lag.ms", _at_least(0)),
-    _log("log.cleaner.max.compaction.lag.ms", LONG, "max.compaction.lag.ms", _at_least(1)),
+    _log("log.cleaner.delete.retention.ms", LONG, "delete.retention.ms", _at_least(0), applied=True),
+    _log("log.cleaner.min.compaction.lag.ms", LONG, "min.compaction.lag.ms", _at_least(0), applied=True),
+    _log("log.cleaner.max.compaction.lag.ms", LONG, "max.compaction.lag.ms", _at_least(1), applied=True),
     _log("log.segment.delete.delay.ms", LONG, "file.delete.delay.ms", _at_least(0), applied=True),
-    _log("log.cleaner.min.cleanable.ratio", DOUBLE, "min.cleanable.dirty.ratio", _between(0, 1)),
-    _log("log.cleanup.policy", LIST, "cleanup.policy", _subset_of("compact", "delete")),
+    _log("log.cleaner.min.cleanable.ratio", DOUBLE, "min.cleanable.dirty.ratio", _between(0, 1), applied=True),
+    _log("log.cleanup.policy", LIST, "cleanup.policy", _subset_of("compact", "delete"), applied=True),
     # Applied by Kafka's controller; this project's controller reads it at start only.
     _log("unclean.leader.election.enable", BOOLEAN, "unclean.leader.election.enable"),
     _log("min.insync.replicas", INT, "min.insync.replicas", _at_least(1), applied=True),
@@ -202,12 +202,12 @@ _TABLE = [
     _log("log.message.timestamp.difference.max.ms", LONG, "message.timestamp.difference.max.ms", _at_least(0)),
     _log("log.message.downconversion.enable", BOOLEAN, "message.downconversion.enable"),
     # The log cleaner (LogCleaner.ReconfigurableConfigs, with message.max.bytes above).
-    _key("log.cleaner.threads", INT, CLEANER, _at_least(0)),
-    _key("log.cleaner.dedupe.buffer.size", LONG, CLEANER),
+    _key("log.cleaner.threads", INT, CLEANER, _at_least(0), applied=True),
+    _key("log.cleaner.dedupe.buffer.size", LONG, CLEANER, applied=True),
     _key("log.cleaner.io.buffer.load.factor", DOUBLE, CLEANER),
     _key("log.cleaner.io.buffer.size", INT, CLEANER, _at_least(0)),
-    _key("log.cleaner.io.max.bytes.per.second", DOUBLE, CLEANER),
-    _key("log.cleaner.backoff.ms", LONG, CLEANER, _at_least(0)),
+    _key("log.cleaner.io.max.bytes.per.second", DOUBLE, CLEANER, applied=True),
+    _key("log.cleaner.backoff.ms", LONG, CLEANER, _at_least(0), applied=True),
     # Thread pools (DynamicThreadPool): at least 1; Kafka's broker also
     # refuses less than half or more than twice its current count.
     *(_key(name, INT, THREADS, _at_least(1)) for name in (

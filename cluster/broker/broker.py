@@ -237,7 +237,8 @@ class Broker:
             return
         self._stored_broker_config = (default, own)
         try:
-            resolved, warnings = dynamic_config.resolve(self.config, default, own)
+            resolved, warnings = dynamic_config.resolve(self.config, default, own,
+                                                        self.dynamic.config.log_cleaner_threads)
         except dynamic_config.UpdateRefused as error:
             log.error("dynamic broker config not applied, the previous one stays: %s", error)
             return
@@ -254,6 +255,8 @@ class Broker:
                                       config.max_connections_per_ip_overrides)
         if (resolved.leader_rate, resolved.follower_rate) != (before.leader_rate, before.follower_rate):
             self.replica_manager.set_throttle_rates(resolved.leader_rate, resolved.follower_rate)
+        if changed & dynamic_config.CLEANER_ATTRIBUTES:
+            self.log_cleaner.reconfigure(cleaner_config(config))
         if "replica_alter_log_dirs_io_max_bytes_per_second" in changed:
             self.log_dir_mover.set_rate(config.replica_alter_log_dirs_io_max_bytes_per_second)
         if resolved.sources != before.sources:

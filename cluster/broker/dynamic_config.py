@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from kafkactl.cluster.admin import broker_configs
 from kafkactl.cluster.broker.config import BrokerConfig
 from kafkactl.cluster.broker.quota import UNLIMITED
+from kafkactl.cluster.log.cleaner import reconfiguration_problem
+from kafkactl.cluster.log.config import normalise_cleanup_policy
 
 # Key -> the BrokerConfig attribute it overrides, for every applied key that
 # has a server.properties counterpart.
@@ -44,7 +46,20 @@ APPLIED_ATTRIBUTES = {
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
     "replica.alter.log.dirs.io.max.bytes.per.second": "replica_alter_log_dirs_io_max_bytes_per_second",
+    # the log defaults of compaction (topic configs' broker-wide defaults)
+    "log.cleanup.policy": "log_cleanup_policy",
+    "log.cleaner.delete.retention.ms": "log_cleaner_delete_retention_ms",
+    "log.cleaner.min.compaction.lag.ms": "log_cleaner_min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "log_cleaner_max_compaction_lag_ms",
+    "log.cleaner.min.cleanable.ratio": "log_cleaner_min_cleanable_ratio",
+    # the log cleaner itself (cluster/log/cleaner.py reconfigure)
+    "log.cleaner.threads": "log_cleaner_threads",
+    "log.cleaner.backoff.ms": "log_cleaner_backoff_ms",
+    "log.cleaner.dedupe.buffer.size": "log_cleaner_dedupe_buffer_size",
+    "log.cleaner.io.max.bytes.per.second": "log_cleaner_io_max_bytes_per_second",
 }
+# A stored value in the form the broker's config holds it (else as parsed).
+_AS_CONFIG = {"log.cleanup.policy": lambda items: normalise_cleanup_policy(",".join(items))}
 # Kafka has these only as dynamic configs (no server.properties key).
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -54,6 +69,10 @@ APPLIED_KEYS = frozenset(APPLIED_ATTRIBUTES) | {LEADER_RATE, FOLLOWER_RATE}
 LOG_ATTRIBUTES = frozenset(APPLIED_ATTRIBUTES[k] for k, spec in broker_configs.KEYS.items()
                            if spec.group == broker_configs.LOG and k in APPLIED_ATTRIBUTES)
 CONNECTION_ATTRIBUTES = frozenset({"max_connections", "max_connections_per_ip", "max_connections_per_ip_overrides"})
+CLEANER_ATTRIBUTES = frozenset(APPLIED_ATTRIBUTES[k] for k, spec in broker_configs.KEYS.items()
+                               if spec.group == broker_configs.CLEANER and k in APPLIED_ATTRIBUTES)
+# What server.properties requires of the cleaner's buffer (config.py), per thread.
+MIN_DEDUPE_BUFFER_PER_THREAD = 1024 * 1024
 
 DEFAULT_SOURCE = "cluster default"
 
@@ -84,10 +103,12 @@ def static(config: BrokerConfig) -> Resolved:
     return Resolved(config)
 
 
-def resolve(config: BrokerConfig, default: Mapping[str, str],
-            own: Mapping[str, str]) -> tuple[Resolved, list[str]]:
+def resolve(config: BrokerConfig, default: Mapping[str, str], own: Mapping[str, str],
+            cleaner_threads: int | None = None) -> tuple[Resolved, list[str]]:
     """The config in effect and the warnings about ignored stored keys;
-    UpdateRefused when the applied values cannot go together."""
+    UpdateRefused when the applied values cannot go together, or the log
+    cleaner cannot go from `cleaner_threads` (in effect now) to the new
+    count without a restart (Kafka's LogCleaner.validateReconfiguration)."""
     warnings: list[str] = []
     values: dict[str, tuple[object, str, str]] = {}
     layers: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -96,8 +117,12 @@ def resolve(config: BrokerConfig, default: Mapping[str, str],
         for key, raw in stored.items():
             try:
                 value = broker_configs.check(key, raw, per_broker, writing=False)
+                value = _AS_CONFIG[key](value) if key in _AS_CONFIG else value
             except broker_configs.BrokerConfigError as error:
                 warnings.append(f"{source}: ignored: {error}")
+                continue
+            except ValueError as error:
+                warnings.append(f"{source}: ignored: {key}: invalid value {raw!r} ({error})")
                 continue
             if key in APPLIED_KEYS:
                 values[key] = (value, raw, source)    # the broker's own comes second: it wins
@@ -106,6 +131,7 @@ def resolve(config: BrokerConfig, default: Mapping[str, str],
     effective = dataclasses.replace(config, **changes) if changes else config
     if effective.max_connections_per_ip == 0 and not effective.max_connections_per_ip_overrides:
         raise UpdateRefused("max.connections.per.ip can be 0 only when max.connections.per.ip.overrides is set")
+    _check_cleaner(config, effective, cleaner_threads)
     resolved = Resolved(
         effective,
         leader_rate=values.get(LEADER_RATE, (UNLIMITED,))[0],
@@ -114,3 +140,21 @@ def resolve(config: BrokerConfig, default: Mapping[str, str],
         layers=dict(sorted(layers.items())),
     )
     return resolved, warnings
+
+
+def _check_cleaner(static_config: BrokerConfig, effective: BrokerConfig, cleaner_threads: int | None) -> None:
+    """The cleaner's dynamic values (server.properties' own were checked at start)."""
+    threads = effective.log_cleaner_threads
+    if cleaner_threads is not None:
+        problem = reconfiguration_problem(cleaner_threads, threads)
+        if problem:
+            raise UpdateRefused(f"log.cleaner.threads {threads}: {problem}")
+    dynamic = (threads, effective.log_cleaner_dedupe_buffer_size) != (
+        static_config.log_cleaner_threads, static_config.log_cleaner_dedupe_buffer_size)
+    if dynamic and effective.log_cleaner_dedupe_buffer_size < MIN_DEDUPE_BUFFER_PER_THREAD * max(threads, 1):
+        raise UpdateRefused(f"log.cleaner.dedupe.buffer.size {effective.log_cleaner_dedupe_buffer_size}: must "
+                            f"leave at least {MIN_DEDUPE_BUFFER_PER_THREAD} bytes to each of the {threads} "
+                            f"cleaner threads")
+    if effective.log_cleaner_io_max_bytes_per_second < 1:
+        raise UpdateRefused(f"log.cleaner.io.max.bytes.per.second {effective.log_cleaner_io_max_bytes_per_second:g}: "
+                            f"must be at least 1 (as in server.properties): the cleaner would never read")

@@ -111,7 +111,7 @@ class LogDirMover:
         self._thread: threading.Thread | None = None
 
     def set_rate(self, rate_bytes_per_s: int) -> None:
-        self.throttle.rate_bytes_per_s = rate_bytes_per_s
+        self.throttle.set_rate(rate_bytes_per_s)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="log-dir-mover", daemon=True)
@@ -165,5 +165,5 @@ class LogDirMover:
                          (time.monotonic() - started) * 1000)
         delay_s = self.throttle.record(copied)
         if delay_s > 0:
-            self._stop.wait(delay_s)
+            self.throttle.pause(delay_s, self._stop)
         return swapped or copied > 0

@@ -22,7 +22,13 @@ Rules (Kafka's LogCleaner and LogCleanerManager):
   is read as empty, which only makes the next clean of each log start from
   its log start offset;
 - stop() interrupts a clean between the MiB pieces it reads and writes;
-  the log stays as it was.
+  the log stays as it was;
+- reconfigure() applies a dynamic change of log.cleaner.* as Kafka's
+  LogCleaner.reconfigure does: the I/O rate at once, then every thread
+  stopped and the new config's threads started (a clean in progress is
+  interrupted as by stop(), and its log is due again); whether a change of
+  the thread count may apply is `reconfiguration_problem`'s (Kafka's
+  validateReconfiguration).
 """
 
 from __future__ import annotations
@@ -66,6 +72,20 @@ class CleanerConfig:
     io_max_bytes_per_second: float = UNLIMITED            # log.cleaner.io.max.bytes.per.second
 
 
+def reconfiguration_problem(current_threads: int, new_threads: int) -> str | None:
+    """Why log.cleaner.threads may not go from current to new without a
+    restart (Kafka's LogCleaner.validateReconfiguration), or None."""
+    if new_threads == current_threads:
+        return None
+    if new_threads < 1:
+        return "Log cleaner threads should be at least 1"
+    if new_threads < current_threads // 2:
+        return f"Log cleaner threads cannot be reduced to less than half the current value {current_threads}"
+    if new_threads > current_threads * 2:
+        return f"Log cleaner threads cannot be increased to more than double the current value {current_threads}"
+    return None
+
+
 class LogCleaner:
     def __init__(self, log_manager: LogManager, config: CleanerConfig,
                  high_watermark: Callable[[str, int], int | None], clock_ms: Callable[[], int]) -> None:
@@ -91,10 +111,14 @@ class LogCleaner:
                 self._first_dirty.update(OffsetCheckpointFile(path).read())
             except (CheckpointFormatError, ValueError, OSError) as error:
                 logger.warning("%s: unreadable, every log there is cleaned from its start: %s", path, error)
+        self._start_threads()
+
+    def _start_threads(self) -> None:
         if not self.config.enable:
             return
+        stop = self._stop        # each generation of threads has its own stop event (reconfigure)
         for i in range(self.config.threads):
-            thread = threading.Thread(target=self._run, name=f"log-cleaner-{i}", daemon=True)
+            thread = threading.Thread(target=self._run, args=(stop,), name=f"log-cleaner-{i}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -103,25 +127,42 @@ class LogCleaner:
         for thread in self._threads:
             thread.join(timeout_s)
 
-    def set_rate(self, rate_bytes_per_s: float) -> None:
-        self._throttle.rate_bytes_per_s = rate_bytes_per_s
+    def reconfigure(self, config: CleanerConfig, timeout_s: float = 10.0) -> None:
+        """The new config in effect (module doc): the caller checked the
+        thread count with reconfiguration_problem. A thread still in a clean
+        after timeout_s stops at its next piece; it cleans no other log."""
+        self._throttle.set_rate(config.io_max_bytes_per_second)
+        self.stop(timeout_s)
+        self.config = config
+        self._stop = threading.Event()
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+        self._start_threads()
+        logger.info("log cleaner reconfigured: %d threads, backoff %d ms, dedupe buffer %d bytes, I/O %g bytes/s",
+                    config.threads if config.enable else 0, config.backoff_ms, config.dedupe_buffer_size,
+                    config.io_max_bytes_per_second)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    @property
+    def running_threads(self) -> int:
+        return sum(1 for thread in self._threads if thread.is_alive())
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
-                cleaned = self.run_once()
+                cleaned = self.run_once(stop)
             except Exception as error:
                 fatal.halt_if_fatal(error, "log cleaner")
                 logger.exception("log cleaner: a clean failed; will retry")
-                self._stop.wait(ERROR_BACKOFF_S)
+                stop.wait(ERROR_BACKOFF_S)
                 continue
             if cleaned is None:
-                self._stop.wait(self.config.backoff_ms / 1000)
+                stop.wait(self.config.backoff_ms / 1000)
 
     # --- one round ---------------------------------------------------------------
 
-    def run_once(self) -> CleanResult | None:
-        """Clean the log with the best claim once; None when no log is due."""
+    def run_once(self, stop: threading.Event | None = None) -> CleanResult | None:
+        """Clean the log with the best claim once; None when no log is due.
+        `stop` (default: the cleaner's) interrupts the clean."""
+        stop = self._stop if stop is None else stop
         tp = self._take()
         if tp is None:
             return None
@@ -134,7 +175,7 @@ class LogCleaner:
             threads = max(self.config.threads, 1)
             capacity = offset_map_capacity(self.config.dedupe_buffer_size, threads)
             result = clean_log(log, self._first_dirty_of(tp, log), high_watermark, self._clock_ms(), capacity,
-                               paced_by(self._throttle.record, self._stop),
+                               paced_by(self._throttle, stop),
                                memory_bytes=self.config.dedupe_buffer_size // threads)
             if result is not None:
                 self._done(tp, result.end_offset)

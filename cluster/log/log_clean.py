@@ -40,7 +40,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from kafkactl.cluster.log.compaction import (
     SegmentSummary,
@@ -304,11 +304,19 @@ def _checked_header(segment: LogSegment, chunk: bytes, at: int, position: int) -
     return header
 
 
-def paced_by(throttle_wait: Callable[[int], float], stop: threading.Event) -> Pace:
-    """A Pace from a throttle's record() and a stop event."""
+class Throttling(Protocol):
+    """What paced_by needs of a throttle (throttle.py, a layer above)."""
+
+    def record(self, size_bytes: int) -> float: ...
+
+    def pause(self, wait_s: float, stop: threading.Event) -> bool: ...
+
+
+def paced_by(throttle: Throttling, stop: threading.Event) -> Pace:
+    """A Pace from a throttle and a stop event."""
     def pace(size_bytes: int) -> bool:
-        wait_s = throttle_wait(size_bytes)
+        wait_s = throttle.record(size_bytes)
         if wait_s > 0:
-            return not stop.wait(wait_s)
+            return throttle.pause(wait_s, stop)
         return not stop.is_set()
     return pace

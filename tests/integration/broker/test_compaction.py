@@ -7,6 +7,8 @@ offset changed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.broker_support import KAFKACTL, partition_dir, require_tools, wait_for_leaders
 from support.compaction import (
@@ -85,6 +87,55 @@ def test_a_keyless_record_is_refused_with_invalid_record(start_cluster):
     assert reports[0] is not None and reports[0].code() == KafkaError.INVALID_RECORD   # 87
     assert reports[1] is None
     assert consume_with_kcat(bootstrap, topic) == [(0, "k", "keyed")]   # nothing of the refused batch
+
+
+def kafkactl_ok(zookeeper: str, *args: str) -> None:
+    import subprocess
+
+    done = subprocess.run([str(KAFKACTL), "-z", zookeeper, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def cleaner_threads_in_effect(bootstrap: str) -> str:
+    """log.cleaner.threads as broker 1 answers DescribeConfigs (the value in effect)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # kept while the answer comes
+    entries = admin.describe_configs([resource])[resource].result(30)
+    return entries["log.cleaner.threads"].value
+
+
+def test_dynamic_cleaner_configs_apply_without_a_restart(start_cluster):
+    """A clean crawling at 1 byte/s speeds up when the I/O limit is raised; a
+    topic without its own cleanup.policy is compacted once the broker-wide
+    default says compact; a thread count beyond twice the one in effect is
+    refused whole, as Kafka's broker refuses it."""
+    require_tools("kcat")
+    cluster, status = start_cluster(overrides={**FAST_CLEANER, "log.cleaner.io.max.bytes.per.second": "1"})
+    zookeeper, bootstrap = status.zookeeper_connect, status.bootstrap_servers
+    crawling, plain = unique_topic("compacted-crawl"), unique_topic("compacted-later")
+    create_compacted(zookeeper, bootstrap, crawling, **{"segment.bytes": "4096"})
+    kafkactl_ok(zookeeper, "topics", "create", plain, "-p", "1", "-r", "1", "--config", "segment.bytes=4096",
+                "--config", "min.cleanable.dirty.ratio=0.01")
+    wait_for_leaders(bootstrap, plain)
+    for topic in (crawling, plain):
+        produce_with_kcat(bootstrap, topic, keyed_rounds(keys=40, rounds=6))
+    written = len(keyed_rounds(keys=40, rounds=6))
+    assert cleaned_up_to(status, crawling) == 0 and len(consume_with_kcat(bootstrap, crawling)) == written
+
+    kafkactl_ok(zookeeper, "configs", "alter", "--broker-default", "--add", "log.cleaner.io.max.bytes.per.second=1e9",
+                "--add", "log.cleanup.policy=compact")
+    for topic in (crawling, plain):
+        wait_for(lambda t=topic: len(consume_with_kcat(bootstrap, t)) < written, 20, what=f"{topic} compacted")
+
+    kafkactl_ok(zookeeper, "configs", "alter", "--broker", "1", "--add", "log.cleaner.threads=2")
+    wait_for(lambda: cleaner_threads_in_effect(bootstrap) == "2", 20, what="two cleaner threads in effect")
+    log_file = Path(status.brokers[0].log_file)
+    kafkactl_ok(zookeeper, "configs", "alter", "--broker", "1", "--add", "log.cleaner.threads=5")
+    wait_for(lambda: "log.cleaner.threads 5: Log cleaner threads cannot be increased to more than double the "
+                     "current value 2" in log_file.read_text(errors="replace"), 20, what="the refusal in the log")
+    assert cleaner_threads_in_effect(bootstrap) == "2"
 
 
 @pytest.mark.slow

@@ -65,6 +65,43 @@ def test_a_combination_kafka_refuses_leaves_the_update_unapplied():
     assert resolved.config.max_connections_per_ip_overrides == {"10.0.0.1": 5}
 
 
+def test_the_log_cleaner_takes_a_thread_count_within_half_and_double_of_the_one_in_effect():
+    resolved, _ = dynamic_config.resolve(STATIC, {"log.cleaner.threads": "2"}, {}, cleaner_threads=1)
+    assert resolved.config.log_cleaner_threads == 2
+    for threads, problem in (("3", "more than double the current value 1"), ("0", "should be at least 1")):
+        with pytest.raises(dynamic_config.UpdateRefused, match=f"log.cleaner.threads {threads}: .*{problem}"):
+            dynamic_config.resolve(STATIC, {"log.cleaner.threads": threads, "log.retention.ms": "1"}, {},
+                                   cleaner_threads=1)
+    # The broker's own value is the one that counts.
+    resolved, _ = dynamic_config.resolve(STATIC, {"log.cleaner.threads": "8"}, {"log.cleaner.threads": "2"},
+                                         cleaner_threads=1)
+    assert resolved.config.log_cleaner_threads == 2
+
+
+def test_the_log_cleaner_keeps_a_mebibyte_per_thread_and_some_io():
+    with pytest.raises(dynamic_config.UpdateRefused, match="log.cleaner.dedupe.buffer.size 1048576: must leave"):
+        dynamic_config.resolve(STATIC, {"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": "1048576"},
+                               {}, cleaner_threads=1)
+    with pytest.raises(dynamic_config.UpdateRefused, match="log.cleaner.io.max.bytes.per.second 0: must be"):
+        dynamic_config.resolve(STATIC, {"log.cleaner.io.max.bytes.per.second": "0"}, {})
+    resolved, _ = dynamic_config.resolve(STATIC, {"log.cleaner.io.max.bytes.per.second": "1e6",
+                                                  "log.cleaner.backoff.ms": "50"}, {})
+    assert (resolved.config.log_cleaner_io_max_bytes_per_second, resolved.config.log_cleaner_backoff_ms) == (1e6, 50)
+
+
+def test_the_compaction_defaults_are_log_defaults_in_the_broker_config_s_own_form():
+    resolved, warnings = dynamic_config.resolve(
+        STATIC, {"log.cleanup.policy": "delete, compact", "log.cleaner.min.cleanable.ratio": "0.2"},
+        {"log.cleaner.delete.retention.ms": "60000"})
+    assert warnings == []
+    log_config = resolved.config.default_log_config()
+    assert (log_config.cleanup_policy, log_config.min_cleanable_dirty_ratio, log_config.delete_retention_ms) == (
+        "compact,delete", 0.2, 60000)
+    resolved, warnings = dynamic_config.resolve(STATIC, {"log.cleanup.policy": ""}, {})
+    assert resolved.config.log_cleanup_policy == STATIC.log_cleanup_policy
+    assert len(warnings) == 1 and warnings[0].startswith("cluster default: ignored: log.cleanup.policy: ")
+
+
 # --- each change to its owner (Broker._update_broker_config with recorders for the owners)
 
 class Recorder:
@@ -78,7 +115,7 @@ class Recorder:
 def fake_broker():
     return SimpleNamespace(config=STATIC, dynamic=dynamic_config.static(STATIC), _stored_broker_config=None,
                            replica_manager=Recorder(), server=Recorder(), log_dir_mover=Recorder(),
-                           services=SimpleNamespace(dynamic=None))
+                           log_cleaner=Recorder(), services=SimpleNamespace(dynamic=None))
 
 
 def test_each_changed_setting_goes_to_its_owner_once():
@@ -99,6 +136,15 @@ def test_each_changed_setting_goes_to_its_owner_once():
     assert broker.replica_manager.calls[1:] == [("set_throttle_rates", 100, UNLIMITED)]
     assert broker.log_dir_mover.calls == [("set_rate", 200)]
     assert len(broker.server.calls) == 1
+    assert broker.log_cleaner.calls == []
+    # The log cleaner is reconfigured with its new settings, and then only when they change.
+    Broker._update_broker_config(broker, {"log.retention.ms": "1000", "log.cleaner.threads": "2"},
+                                 {"max.connections": "5", "leader.replication.throttled.rate": "100",
+                                  "replica.alter.log.dirs.io.max.bytes.per.second": "200"})
+    [(name, cleaner)] = broker.log_cleaner.calls
+    assert name == "reconfigure" and (cleaner.threads, cleaner.backoff_ms) == (2, STATIC.log_cleaner_backoff_ms)
+    Broker._update_broker_config(broker, {"log.retention.ms": "1000", "log.cleaner.threads": "5"}, {})
+    assert len(broker.log_cleaner.calls) == 1 and broker.dynamic.config.log_cleaner_threads == 2   # refused: > 2 x 2
 
 
 def test_a_refused_update_keeps_what_was_in_effect():

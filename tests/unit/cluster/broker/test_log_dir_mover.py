@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from kafkactl.cluster.broker.log_dir_mover import LogDirMover, Throttle, copy_step, finish_move
+from kafkactl.cluster.broker.log_dir_mover import LogDirMover, copy_step, finish_move
 from kafkactl.cluster.broker.partition import Partition
 from kafkactl.cluster.log.config import LogConfig
 from kafkactl.cluster.log.layout import FUTURE_COMPLETE_MARKER
@@ -321,14 +321,3 @@ def test_the_mover_thread_stops_promptly_while_throttled(managers, dirs):
     mover.stop(timeout_s=5)
     assert time.monotonic() - started < 2
     assert manager.future_log(TOPIC, 0) is not None    # far from done at 100 B/s
-
-
-def test_throttle_allows_a_burst_then_the_rate():
-    now = [100.0]
-    throttle = Throttle(1000, clock=lambda: now[0])
-    assert throttle.record(500) == 0              # within the one-second burst
-    assert throttle.record(500) == 0
-    assert throttle.record(1000) == pytest.approx(1.0)
-    now[0] += 1.0
-    assert throttle.record(1000) == pytest.approx(1.0)
-    assert Throttle(2**63 - 1).record(10**9) == 0

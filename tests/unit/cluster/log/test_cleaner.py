@@ -56,3 +56,56 @@ def test_the_threads_clean_on_their_own_and_stop(make_manager, dirs, clock):
         wait_for(lambda: cleaner.cleans >= 1, 10, what="a clean by the cleaner's threads")
     finally:
         cleaner.stop()
+
+
+def test_a_thread_count_changes_within_half_and_double_of_the_current_one():
+    from kafkactl.cluster.log.cleaner import reconfiguration_problem
+
+    assert reconfiguration_problem(2, 2) is None
+    assert [reconfiguration_problem(2, n) for n in (1, 3, 4)] == [None, None, None]
+    assert reconfiguration_problem(2, 5) == "Log cleaner threads cannot be increased to more than double the current value 2"
+    assert reconfiguration_problem(5, 1) == "Log cleaner threads cannot be reduced to less than half the current value 5"
+    assert reconfiguration_problem(5, 2) is None           # 5 // 2 = 2, as Kafka's integer division
+    assert reconfiguration_problem(1, 0) == "Log cleaner threads should be at least 1"
+    assert reconfiguration_problem(0, 1) is not None       # from none, Kafka allows no growth either
+
+
+def test_reconfigure_restarts_the_threads_with_the_new_count_and_rate(make_manager, dirs, clock):
+    manager = make_manager([dirs[0]])
+    manager.startup()
+    log = manager.get_or_create_log("c", 0, COMPACT)
+    cleaner = LogCleaner(manager, CleanerConfig(threads=1, backoff_ms=10), lambda t, p: log.log_end_offset, clock)
+    cleaner.start()
+    try:
+        first = list(cleaner._threads)
+        cleaner.reconfigure(CleanerConfig(threads=2, backoff_ms=10, io_max_bytes_per_second=5e6))
+        assert not any(t.is_alive() for t in first)          # the old generation stopped
+        assert cleaner.running_threads == 2 and cleaner._throttle.rate_bytes_per_s == 5e6
+        fill(log)
+        from support.waiting import wait_for
+        wait_for(lambda: cleaner.cleans >= 1, 10, what="a clean by the new threads")
+        cleaner.reconfigure(CleanerConfig(enable=False))
+        assert cleaner.running_threads == 0
+    finally:
+        cleaner.stop()
+
+
+def test_reconfigure_interrupts_a_throttled_clean_and_the_log_is_cleaned_after(make_manager, dirs, clock):
+    """A clean crawling at 1 byte/s stops between two pieces when the rate is raised; the
+    log stays as it was, and the new threads clean it."""
+    manager = make_manager([dirs[0]])
+    manager.startup()
+    log = manager.get_or_create_log("c", 0, COMPACT)
+    fill(log)
+    before = (log.segment_base_offsets, log.size_bytes)
+    cleaner = LogCleaner(manager, CleanerConfig(backoff_ms=10, io_max_bytes_per_second=1),
+                         lambda t, p: log.log_end_offset, clock)
+    cleaner.start()
+    try:
+        from support.waiting import wait_for
+        wait_for(lambda: cleaner._in_progress, 10, what="a clean under way")
+        assert cleaner.cleans == 0 and (log.segment_base_offsets, log.size_bytes) == before
+        cleaner.reconfigure(CleanerConfig(backoff_ms=10))
+        wait_for(lambda: cleaner.cleans >= 1, 10, what="the clean done by the new thread")
+    finally:
+        cleaner.stop()
