@@ -34,6 +34,7 @@ from kafkactl.cluster.deploy import render
 from kafkactl.cluster.deploy.inventory import BrokerHost, Inventory, ZooKeeperHost
 from kafkactl.cluster.deploy.layout import BROKER, ZOOKEEPER, HostLayout
 from kafkactl.cluster.deploy.media import Decided, DetectedMedia, effective_media, root_fs_warning
+from kafkactl.cluster.deploy.releases import releases_to_remove
 
 MIN_PYTHON = (3, 11)
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
@@ -236,25 +237,10 @@ def _steps(inventory: Inventory, name: str, broker: BrokerHost | None, zookeeper
         steps.append(PointCurrent(release.name))
     if units:
         steps.append(ReloadSystemd(tuple(units)))
-    old = _releases_to_remove(installed, facts.get("current"), release.name, facts.get("in_use") or ())
+    old = releases_to_remove(installed, facts.get("current"), release.name, facts.get("in_use") or ())
     if old:
         steps.append(RemoveReleases(old))
     return steps
-
-
-def _releases_to_remove(installed: Mapping[str, bool], current: str | None, new: str,
-                        in_use: Sequence[str]) -> tuple[str, ...]:
-    """All but the new release, those a service runs or is defined with, and
-    the one before the new one (the current one, or the newest other complete
-    one): a rolled-out upgrade can still go back."""
-    keep = {new, *in_use}
-    previous = current if current and current != new else None
-    if previous is None:
-        others = sorted(name for name, complete in installed.items() if complete and name != new)
-        previous = others[-1] if others else None
-    if previous:
-        keep.add(previous)
-    return tuple(sorted(name for name in installed if name not in keep))
 
 
 def has_changes(plan: HostPlan) -> bool:

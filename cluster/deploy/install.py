@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 import posixpath
 import shlex
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kafkactl.cluster.deploy import host_plan
+from kafkactl.cluster.deploy import host_plan, render
 from kafkactl.cluster.deploy.host_plan import (
     HostPlan, InstallRelease, MakeDirs, PointCurrent, ReloadSystemd, Release, RemoveReleases, Step, WriteFile,
 )
@@ -43,6 +42,7 @@ FACTS_VERSION = 1
 FACTS_TIMEOUT_S = 60.0
 PIP_TIMEOUT_S = 600.0      # a venv and ~20 wheels on a slow disk
 COMMAND_TIMEOUT_S = 60.0
+INSTALLED_BY = "kafkactl deploy"     # installed.json's installed_by (the Ansible role writes "ansible")
 
 
 class DeployError(RuntimeError):
@@ -135,6 +135,5 @@ def install_release(session: HostSession, release: Release, wheelhouse_dir: Path
         f"{shlex.quote(posixpath.join(venv, 'bin', 'pip'))} install --quiet --disable-pip-version-check "
         f"--no-index --find-links {shlex.quote(remote)} {shlex.quote('kafkactl==' + version)}",
         timeout_s=PIP_TIMEOUT_S)
-    marker = {"release": name, "kafkactl_version": version, "wheels": len(release.files),
-              "installed_at": int(time.time())}
-    session.write_file(layout.release_marker(name), (json.dumps(marker, sort_keys=True) + "\n").encode())
+    marker = render.release_marker(name, version, [wheel for wheel, _, _ in release.files], INSTALLED_BY)
+    session.write_file(layout.release_marker(name), marker.encode())

@@ -137,6 +137,15 @@ class ServiceDefinition:
         return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
+def release_marker(release: str, kafkactl_version: str, wheels: Sequence[str], installed_by: str) -> str:
+    """installed.json, written last into a release's directory: its presence
+    says the release is complete (host_facts.py); the same fields from
+    either tool, `installed_by` naming which."""
+    marker = {"release": release, "kafkactl_version": kafkactl_version, "wheels": sorted(wheels),
+              "installed_by": installed_by}
+    return json.dumps(marker, indent=2, sort_keys=True) + "\n"
+
+
 def config_env(config_text: str) -> dict[str, str]:
     """The service's environment: the SHA-256 of the config file it reads.
 

@@ -187,7 +187,9 @@ def test_files_are_the_ones_kafkactl_deploy_writes(cluster):
         for path, text in expected.items():
             assert host_file(host, path).decode() == text, f"{host.name}: {path}"
         assert host.run(f"readlink {LAYOUT.current_link}").stdout.strip() == f"versions/{release}"
-        assert host.run(f"test -f {LAYOUT.release_marker(release)}", check=False).returncode == 0
+        wheels = [wheel.name for wheel in cluster.wheelhouse.files]
+        assert host_file(host, LAYOUT.release_marker(release)).decode() == render.release_marker(
+            release, release.rsplit("-", 1)[0], wheels, "ansible")
         shipped = host.run(f"cd {LAYOUT.wheelhouse_dir(release)} && cat SHA256SUMS").stdout
         assert shipped == cluster.wheelhouse.manifest_text()
 
@@ -222,6 +224,49 @@ def test_a_second_run_changes_nothing(cluster):
     assert sorted(recap) == sorted([host.name for host in cluster.hosts] + ["localhost"]), second.tail
     changed = {name: counts["changed"] for name, counts in recap.items() if counts["changed"]}
     assert changed == {}, second.tail
+
+
+PRUNE_PLAYBOOK = """\
+- name: Remove the releases no longer kept, as site.yml does after installing
+  hosts: {host}
+  gather_facts: false
+  become: true
+  tasks:
+    - name: Read where current points
+      ansible.builtin.stat:
+        path: {current}
+        get_checksum: false
+      register: kafkactl_release_current
+    - name: Prune
+      ansible.builtin.include_role:
+        name: kafkactl_release
+        tasks_from: prune.yml
+"""
+
+
+def test_pruning_keeps_the_release_the_one_before_and_every_release_in_use(cluster):
+    """The role's pruning is kafkactl deploy's rule (cluster/deploy/releases.py):
+    a release a running service names stays, however old."""
+    deployed(cluster)
+    host, release = cluster.hosts[0], cluster.wheelhouse.release
+    planted = {"0.0.0-cccccccccccc": True, "0.0.1-aaaaaaaaaaaa": True, "0.0.2-bbbbbbbbbbbb": True,
+               "0.0.3-dddddddddddd": False}          # release -> complete
+    running_copy = f"{LAYOUT.run_dir}/planted.running.json"
+    try:
+        for name, complete in planted.items():
+            host.run(f"mkdir -p {LAYOUT.release_dir(name)}/venv" +
+                     (f" && echo {{}} > {LAYOUT.release_marker(name)}" if complete else ""))
+        host.run(f"echo '{{\"release\": \"0.0.1-aaaaaaaaaaaa\"}}' > {running_copy}")
+        playbook = cluster.work_dir / "prune.yml"
+        playbook.write_text(PRUNE_PLAYBOOK.format(host=host.name, current=LAYOUT.current_link))
+        pruned = run_playbook(str(playbook), cluster.inventory_path, cluster.work_dir,
+                              extra_vars={"kafkactl_release_name": release})
+        assert pruned.returncode == 0, pruned.tail
+        left = sorted(host.run(f"ls {LAYOUT.versions_dir}").stdout.split())
+        # 0.0.1: a running service names it; 0.0.2: the newest other complete release (current is the new one)
+        assert left == sorted([release, "0.0.1-aaaaaaaaaaaa", "0.0.2-bbbbbbbbbbbb"]), pruned.tail
+    finally:
+        host.run(f"rm -rf {running_copy} " + " ".join(LAYOUT.release_dir(name) for name in planted))
 
 
 # --- the rolling restart

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kafkactl.cluster.deploy import render
 from kafkactl.cluster.deploy.layout import HostLayout
 from kafkactl.cluster.zk.client import session
 from support.acked_check import assert_check
@@ -143,6 +144,10 @@ def test_install_start_and_the_cluster_serves_kcat(deploy, ssh_hosts, wheelhouse
     installed = json.loads(deploy("install", "-o", "json").stdout)
     assert installed["release"] == wheelhouse["release"]
     assert installed["changed"] and all(h["result"] == "changed" for h in installed["hosts"])
+    marker = ssh_hosts.hosts[0].run(f"cat {HostLayout().release_marker(installed['release'])}").stdout
+    wheels = [path.name for path in Path(wheelhouse["path"]).glob("*.whl")]
+    assert marker == render.release_marker(installed["release"], installed["release"].rsplit("-", 1)[0], wheels,
+                                           "kafkactl deploy")      # what the Ansible role writes, but for its name
     deploy("start")
     shown = json.loads(deploy("status", "-o", "json").stdout)
     assert {(m["host"], m["log_dir"]): m["media"] for m in shown["media"]} == \
