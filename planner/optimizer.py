@@ -116,6 +116,19 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
     return Proposal(model.assignment(), [], rounds, [s.to_dict() for s in statuses])
 
 
+def _totals(rows, racks: bool) -> PartitionTotals:
+    """The partitions' totals from the per-dir rows of _aggregate."""
+    def total(name):
+        return sum(getattr(r, name) or 0 for r in rows)
+
+    def extreme(pick, name):
+        return pick((v for r in rows if (v := getattr(r, name)) is not None), default=0)
+
+    return PartitionTotals(total("leaders"), total("replica_bytes"), extreme(max, "max_rf"),
+                           extreme(max, "max_size_bytes"), total("replica_bytes_in"), total("bytes_out"),
+                           total("per_rack_bytes") if racks else 0, extreme(min, "min_rf"), total("replicas"))
+
+
 class _Model:
     """The partitions DataFrame, the driver's aggregates, and the Spark jobs."""
 
@@ -234,19 +247,22 @@ class _Model:
                 f"AND size(array_distinct({racks})) < least(size({racks}), {count}))")
 
     def _aggregate(self) -> None:
-        """Per-dir sums into the driver's aggregates (the only full pass)."""
-        from pyspark.sql import functions as F
-
-        leader = F.col("replica_index") == 0
-        rows = (self.view.groupBy("dir_id").agg(
-            F.sum("size_bytes").alias("size_bytes"),
-            F.sum(F.when(F.col("hot"), F.col("size_bytes")).otherwise(0)).alias("hot_bytes"),
-            F.count(F.lit(1)).alias("replicas"),
-            F.sum("bytes_in").alias("bytes_in"),
-            F.sum(F.when(leader, F.col("bytes_out")).otherwise(0)).alias("bytes_out"),
-            F.sum("bytes_out").alias("potential_out"),
-            F.sum(F.when(leader, 1).otherwise(0)).alias("leaders"))
-            .orderBy("dir_id").collect())
+        """Per-dir sums into the driver's aggregates, the partitions' totals
+        and the rack violations: the only full pass, one Spark job. A
+        partition's own figures are summed on its leader's row (replica
+        index 0), which every partition has once."""
+        lead, rf = "replica_index = 0", "size(replicas)"
+        per_rack = f"{rf} >= {max(self.cluster.rack_count, 1)}"
+        rows = self.spark.sql(
+            "SELECT dir_id, sum(size_bytes) AS size_bytes, sum(IF(hot, size_bytes, 0)) AS hot_bytes, "
+            f"count(*) AS replicas, sum(bytes_in) AS bytes_in, sum(IF({lead}, bytes_out, 0)) AS bytes_out, "
+            f"sum(bytes_out) AS potential_out, count_if({lead}) AS leaders, "
+            "count_if(rack_violation) AS rack_violations, "
+            f"sum(IF({lead}, size_bytes * {rf}, 0)) AS replica_bytes, max(IF({lead}, {rf}, NULL)) AS max_rf, "
+            f"min(IF({lead}, {rf}, NULL)) AS min_rf, max(IF({lead}, size_bytes, NULL)) AS max_size_bytes, "
+            f"sum(IF({lead}, bytes_in * {rf}, 0)) AS replica_bytes_in, "
+            f"sum(IF({lead} AND {per_rack}, size_bytes, 0)) AS per_rack_bytes "
+            "FROM {replicas} GROUP BY dir_id ORDER BY dir_id", replicas=self.view).collect()
         for r in rows:
             if r.dir_id is None:
                 raise ValueError("an assignment names a log dir that is not in log_dirs")
@@ -259,30 +275,11 @@ class _Model:
             b.replicas += r.replicas
             b.leaders += r.leaders
         self.cluster.util_target = self.cluster._media_targets()
+        self.cluster.rack_violations = sum(r.rack_violations for r in rows) if self.cluster.rack_count else 0
+        self._totals = _totals(rows, bool(self.cluster.rack_count))
 
     def totals(self) -> PartitionTotals:
-        from pyspark.sql import functions as F
-
-        rf = F.size("replicas")
-        racks = self.cluster.rack_count
-        r = self.state.agg(
-            F.count(F.lit(1)).alias("partitions"),
-            F.sum(F.col("size_bytes") * rf).alias("replica_bytes"),
-            F.max(rf).alias("max_rf"), F.min(rf).alias("min_rf"), F.sum(rf).alias("replicas"),
-            F.max("size_bytes").alias("max_size_bytes"),
-            F.sum(F.col("bytes_in") * rf).alias("replica_bytes_in"),
-            F.sum("bytes_out").alias("bytes_out"),
-            F.sum(F.when(rf >= F.lit(max(racks, 1)), F.col("size_bytes")).otherwise(0))
-            .alias("per_rack_bytes")).collect()[0]
-        return PartitionTotals(r.partitions, r.replica_bytes or 0, r.max_rf or 0,
-                               r.max_size_bytes or 0, r.replica_bytes_in or 0, r.bytes_out or 0,
-                               (r.per_rack_bytes or 0) if racks else 0, r.min_rf or 0,
-                               r.replicas or 0)
-
-    def rack_violations(self) -> int:
-        if not self.cluster.rack_count:
-            return 0
-        return self.view.where("rack_violation").count()
+        return self._totals
 
     # ---- rounds -------------------------------------------------------------
 
@@ -319,18 +316,15 @@ class _Model:
                 log.error("BUG: goal %s was met and a lower goal undid it: %s", goal.name, problem)
 
     def _count_for(self, goal) -> None:
-        """The figures a goal's measure needs from Spark: rack violations
-        (repair), movable topic surplus (topic_spread)."""
-        moved = self.cluster.moves + self.cluster.leader_changes
-        if isinstance(goal, Repair) and self._counted_at.get("rack_violations") != moved:
-            self.cluster.rack_violations = self.rack_violations()
-            self._counted_at["rack_violations"] = moved
+        """The figure a goal's measure needs from Spark: topic_spread's
+        movable topic surplus (the rack violations are kept by the cluster's
+        apply_move)."""
         if isinstance(goal, TopicSpread):
             view = enrich("SELECT * FROM {replicas}", len(self.cluster.eligible_brokers()))
             self.cluster.topic_surplus = self.spark.sql(
                 f"SELECT count(*) AS n FROM ({view}) WHERE {surplus_sql(self.cluster)}",
                 replicas=self.view).first().n
-            self._counted_at["topic_surplus"] = moved
+            self._counted_at["topic_surplus"] = self.cluster.moves + self.cluster.leader_changes
 
     def _balance(self) -> str:
         """Per media class, the least and most utilized dir over target."""
@@ -344,8 +338,6 @@ class _Model:
 
     def _rounds(self, goal, higher, limit: int) -> int:
         for round_number in range(limit):
-            if isinstance(goal, Repair):
-                self._count_for(goal)
             selections = goal.selections(self.cluster)
             if not selections:
                 return round_number
@@ -356,8 +348,6 @@ class _Model:
                      self.cluster.moves, self.cluster.bytes_moved, self.cluster.leader_changes)
             if not acted and not goal.stuck(self.cluster):
                 return round_number + 1
-        if isinstance(goal, Repair):
-            self._count_for(goal)
         if goal.selections(self.cluster):    # (met by its last round: no warning)
             log.warning("goal %s stopped by its bound of %d rounds", goal.name, limit)
             self.status.stopped_by_round_bound = True

@@ -149,7 +149,7 @@ class Cluster:
         self.moves = 0
         self.bytes_moved = 0
         self.leader_changes = 0
-        self.rack_violations = 0       # replicas sharing a rack they could avoid (the optimizer counts them)
+        self.rack_violations = 0       # replicas sharing a rack they could avoid (counted once, kept by apply_move)
         self.topic_surplus = 0         # topic_spread's movable surplus replicas (counted when it is measured)
         eligible = [b for b in self.brokers.values() if b.eligible]
         racks = {b.rack for b in eligible}
@@ -226,6 +226,20 @@ class Cluster:
         before = self.racks_with(rep, rep.broker_id)
         return self.racks_with(rep, to_broker) >= min(self.racks_wanted(rep), before)
 
+    def partition_rack_violations(self, brokers: Iterable[int]) -> int:
+        """Replicas of a partition on `brokers` that share a rack with an
+        earlier one while the partition spans fewer racks than it could (the
+        replica view's rack_violation flags, counted; optimizer.py). The
+        count is the replicas with a rack less the distinct racks among
+        them, whatever their order, so a leader change leaves it as it is."""
+        if not self.rack_count:
+            return 0
+        racks = [self.brokers[b].rack if b in self.brokers else None for b in brokers]
+        if len(set(racks)) >= min(len(racks), self.rack_count):
+            return 0
+        known = [r for r in racks if r is not None]
+        return len(known) - len(set(known))
+
     def hard_ok(self, rep: Replica, to_dir: int) -> bool:
         return self.hard_reason(rep, to_dir) is None
 
@@ -291,6 +305,11 @@ class Cluster:
 
     def apply_move(self, rep: Replica, to_dir: int) -> Move:
         dst = self.dirs[to_dir]
+        if dst.broker_id != rep.broker_id:
+            after = list(rep.brokers)
+            after[rep.replica_index] = dst.broker_id
+            self.rack_violations += (self.partition_rack_violations(after)
+                                     - self.partition_rack_violations(rep.brokers))
         self._transfer(rep, rep.dir_id, to_dir)
         self.moves += 1
         self.bytes_moved += rep.size_bytes

@@ -11,7 +11,8 @@ within the disk and network goals' tolerance. Brokers far under the mean
 with racks of unequal size, the brokers of a small rack hold more than the
 limit whatever moves, and the others must still even out. As a guard, a
 lower goal's move stays within the limit or lands on a broker that ends
-with fewer than the source had: it never adds to the most loaded.
+with fewer than the source had: it never adds to the most loaded, in
+replicas nor, for a leader (which takes its leadership along), in leaders.
 """
 
 from __future__ import annotations
@@ -114,10 +115,14 @@ class Counts(Goal):
 
     def guard(self, cluster: Cluster, rep: Replica, to_dir: int) -> bool:
         """Within the limit, or fewer than the source held: a lower goal's
-        move never adds to the broker with the most replicas."""
-        b = cluster.brokers[cluster.dirs[to_dir].broker_id]
-        return (b.broker_id == rep.broker_id or b.replicas + 1 <= self.replica_limit
-                or b.replicas + 1 <= cluster.brokers[rep.broker_id].replicas - 1)
+        move never adds to the broker with the most replicas, nor, when the
+        replica leads (its leadership moves with it), with the most leaders."""
+        b, source = cluster.brokers[cluster.dirs[to_dir].broker_id], cluster.brokers[rep.broker_id]
+        if b.broker_id == rep.broker_id:
+            return True
+        if not (b.replicas + 1 <= self.replica_limit or b.replicas + 1 <= source.replicas - 1):
+            return False
+        return not rep.leader or b.leaders + 1 <= self.leader_limit or b.leaders + 1 <= source.leaders - 1
 
     def guard_leader(self, cluster: Cluster, rep: Replica, new_index: int) -> bool:
         leaders = cluster.brokers[rep.brokers[new_index]].leaders + 1

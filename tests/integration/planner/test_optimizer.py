@@ -86,3 +86,35 @@ def test_same_input_same_plan(spark, runs, monkeypatch, literal_rows):
     order = ["topic", "partition"]
     assert again.assignment.orderBy(*order).collect() == result.assignment.orderBy(*order).collect()
     assert again.rounds == result.rounds
+
+
+def test_the_rack_violations_kept_by_the_driver_are_what_spark_counts(spark, read_snapshot, tmp_path, monkeypatch):
+    """The cluster keeps the rack violation count move by move (Cluster.apply_move);
+    after every goal it equals the replica view's rack_violation flags counted by Spark."""
+    import json
+
+    made = generate(tmp_path, partitions=120, brokers=6, seed=5, network_fill=0.15, disk_fill=0.3)
+    racks = {r["broker_id"]: r["rack"] for r in map(json.loads, (made.path / "brokers.jsonl").open())}
+    lines = [json.loads(line) for line in (made.path / "partitions.jsonl").open()]
+    for row in lines[::3]:       # a third of the partitions: the second replica in the first's rack
+        first = row["replicas"][0]
+        row["replicas"][1] = next(b for b in sorted(racks) if racks[b] == racks[first] and b not in row["replicas"])
+    (made.path / "partitions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in lines))
+
+    counted = []
+    run_goal = optimizer._Model.run_goal
+
+    def checked(model, goal, higher, priority):
+        if not counted:
+            counted.append((model.cluster.rack_violations, model.view.where("rack_violation").count()))
+        status = run_goal(model, goal, higher, priority)
+        counted.append((model.cluster.rack_violations, model.view.where("rack_violation").count()))
+        return status
+
+    monkeypatch.setattr(optimizer._Model, "run_goal", checked)
+    snapshot = read_snapshot(made.path)
+    result = optimize(spark, snapshot, PlannerOptions())
+    assert result.unsatisfied == []
+    assert counted[0][1] == len(lines[::3]), counted      # the hard case happened
+    assert all(kept == spark_count for kept, spark_count in counted), counted
+    assert counted[-1] == (0, 0)

@@ -42,6 +42,28 @@ def test_rack_rule_never_loses_a_rack():
     assert c.hard_ok(rep, 7)               # broker 4, rack c
 
 
+def test_rack_violations_are_the_replicas_of_a_rack_the_partition_could_avoid():
+    c = cluster(racks=("a", "b", "a", "c", None), excluded=(5,))
+    assert c.partition_rack_violations((1, 2, 4)) == 0        # a, b, c
+    assert c.partition_rack_violations((1, 3, 2)) == 1        # a, a, b: c is free
+    assert c.partition_rack_violations((3, 2, 1)) == 1        # any order
+    assert c.partition_rack_violations((1, 3)) == 1           # a, a
+    assert c.partition_rack_violations((1, 2, 3, 4)) == 0     # RF 4 over 3 racks: all spanned
+    assert c.partition_rack_violations((1, 3, 5)) == 1        # a, a, none: a rackless (excluded) broker shares none
+    assert cluster(racks=("a", "a", "a")).partition_rack_violations((1, 2)) == 0   # one rack: none to span
+
+
+def test_a_move_keeps_the_rack_violation_count():
+    c = cluster(racks=("a", "b", "a", "c"))
+    c.rack_violations = 1
+    c.apply_move(replica(index=1, brokers=(1, 3), dirs=(1, 5)), 7)        # a, a -> a, c
+    assert c.rack_violations == 0
+    c.apply_move(replica(index=0, brokers=(2, 4), dirs=(3, 7)), 1)        # b, c -> a, c
+    assert c.rack_violations == 0
+    c.apply_move(replica(index=0, brokers=(2, 4), dirs=(2, 7), partition=1), 3)   # within broker 2
+    assert c.rack_violations == 0
+
+
 def test_excluded_brokers_take_nothing():
     c = cluster(excluded=(3,))
     assert not c.hard_ok(replica(), 5)

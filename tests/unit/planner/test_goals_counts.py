@@ -51,12 +51,30 @@ def test_a_lower_goals_move_never_adds_to_the_broker_with_the_most():
         c.brokers[b].replicas = held
     goal = Counts()
     goal.prepare(c)                                    # mean 9: limit 9
-    rep = replica(index=0, brokers=(1, 2), dirs=(1, 3))
+    rep = replica(index=1, brokers=(2, 1), dirs=(3, 1))   # a follower: no leadership moves
     assert goal.guard(c, rep, 5)                       # broker 3: 7 <= 9
     c.brokers[3].replicas = 10
     assert goal.guard(c, rep, 5)                       # 11 > 9, but under the 12 broker 1 held
     c.brokers[3].replicas = 11
     assert not goal.guard(c, rep, 5)                   # 12: level with the source
+
+
+def test_a_lower_goals_move_of_a_leader_never_adds_to_the_broker_with_the_most_leaders():
+    from support.goal_fixtures import cluster, replica
+
+    from kafkactl.planner.goals.counts import Counts
+
+    c = cluster()
+    for b, (held, leading) in {1: (10, 3), 2: (9, 3), 3: (8, 6)}.items():
+        c.brokers[b].replicas, c.brokers[b].leaders = held, leading
+    goal = Counts()
+    goal.prepare(c)                                    # replicas: limit 9; leaders: mean 4, limit 4
+    leader = replica(index=0, brokers=(1, 2), dirs=(1, 3))
+    follower = replica(index=1, brokers=(2, 1), dirs=(3, 1))
+    assert goal.guard(c, follower, 5)                  # broker 3 ends with 9 replicas                  # no leadership moves
+    assert not goal.guard(c, leader, 5)                # broker 3 would lead 7, over 4 and over broker 1's 3
+    c.brokers[3].leaders = 3
+    assert goal.guard(c, leader, 5)                    # 4: within the limit
 
 
 def test_network_takes_load_past_target_only_while_the_pair_narrows():

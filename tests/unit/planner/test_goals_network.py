@@ -56,3 +56,20 @@ def test_the_pool_offers_the_nearest_size_once():
     first = pool.take(c, hot, lambda p: True, lambda b: 0.0)
     second = pool.take(c, hot, lambda p: True, lambda b: 0.0)
     assert (first.size_bytes, second.size_bytes) == (95, 10)
+
+
+def test_the_guard_holds_the_reported_figure_where_a_rack_target_would_allow_more():
+    """With racks pinned, a broker of a smaller rack has a target above the
+    cluster's mean; a lower goal's move may not take it past the figure
+    measure() reports (inbound over capacity against the mean, x 1.1)."""
+    from kafkactl.planner.goals.network import Network
+
+    c = cluster()
+    for b in c.brokers.values():
+        b.bytes_in = 100                     # of 1,000 each: the mean utilization is 0.1
+    goal = Network()
+    goal.prepare(c)
+    goal.in_targets = {1: 100.0, 2: 100.0, 3: 110.0}     # broker 3's rack is the smaller one
+    assert goal.guard(c, replica(index=1, brokers=(2, 1), dirs=(3, 1), bytes_in=10), 5)   # to 0.11: at the limit
+    assert not goal.guard(c, replica(index=1, brokers=(2, 1), dirs=(3, 1), bytes_in=20), 5)   # 0.12, within 110 x 1.1
+    assert [f.met for f in goal.measure(c)][0]
