@@ -12,8 +12,9 @@ of replica index 0. The driver holds the per-dir and per-broker aggregates
    the goal's preference, cumulative weight up to twice the excess: a spare
    for candidates the driver refuses), and collects at most a batch of them
    (batch_size: a share of all replicas, within BATCH_MIN..BATCH_MAX),
-   interleaved across sources (a goal's pool of swap partners only when it
-   first asks for it);
+   interleaved across sources (a goal's pool of swap partners with them when
+   the snapshot has at most POOLS_WITH_ROUND_REPLICAS replicas, else only when the goal first
+   asks for it);
 3. the driver places each candidate on the best destination that meets every
    hard constraint and keeps every higher-priority goal within its tolerance,
    updating the aggregates as it goes; at most one change per partition per
@@ -45,7 +46,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kafkactl.planner.goals import SOFT_GOALS, Repair
 from kafkactl.planner.goals.base import SAME_DIR, Broker, Cluster, Dir, Replica
@@ -54,6 +55,7 @@ from kafkactl.planner.goals.repair import PartitionTotals, infeasible, violation
 from kafkactl.planner.goals.status import GoalStatus
 from kafkactl.planner.goals.topic_spread import TopicSpread, enrich, surplus_sql
 from kafkactl.planner.proposal import Proposal
+from kafkactl.planner.session import SMALL_REPLICAS
 from kafkactl.planner.usage import snapshot_tables
 
 if TYPE_CHECKING:
@@ -74,6 +76,9 @@ BATCH_SHARE = 8                # one replica in this many
 # broadcast join (a Spark job of its own to build the broadcast, but a hash
 # lookup per row where a map literal's is a scan of its keys).
 LITERAL_ROWS = 64
+# Up to this many replicas a round's pool selections (swap partners) run in
+# the round's one query: the scan is cheap and a swap round saves a Spark job.
+POOLS_WITH_ROUND_REPLICAS = BATCH_MIN
 
 
 def batch_size(replicas: int) -> int:
@@ -90,6 +95,7 @@ def optimize(spark: "SparkSession", snapshot: "Snapshot", options: "PlannerOptio
     model = _Model(spark, snapshot, options)
     totals = model.totals()
     model.batch = batch_size(totals.replicas)
+    model.pools_with_round = totals.replicas <= POOLS_WITH_ROUND_REPLICAS
     model.cluster.pin_racks(totals.min_rf)
     problems = infeasible(model.cluster, totals)
     if problems:
@@ -139,6 +145,7 @@ class _Model:
         self.excluded = sorted(set(options.exclude_brokers))
         self.budget_hit = False
         self.batch = BATCH_MIN
+        self.pools_with_round = True            # pool selections in the round's query (small snapshots)
         self.status = GoalStatus("", 0, [])     # the goal running now
         self._counted_at: dict[str, int] = {}   # Spark-counted figure -> moves + leader changes when counted
         broker_rows, dir_rows = snapshot_tables(snapshot)   # sorted by broker (and path)
@@ -151,6 +158,8 @@ class _Model:
                    for r in broker_rows]
         self.cluster = Cluster(dirs, brokers, options)
         self._replica_columns = None
+        replicas = sum(snapshot.checked.replicas_per_broker.values()) if snapshot.checked else None
+        self.small = replicas is not None and replicas <= SMALL_REPLICAS
         state = self._initial(snapshot.partitions, F)
         self.partition_columns = state.columns
         self.view = self._replica_view("SELECT * FROM {state}", state=state)
@@ -182,15 +191,24 @@ class _Model:
         return max(2, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
 
     def _hot(self, state, F):
-        """The hot set as a comparison with its coldest member (no join)."""
+        """The hot set: the hottest partitions (ties by topic and partition)
+        while their replicas' bytes add up to at most the hot budget. The
+        running sum rises along that order, so the set is its prefix."""
         from pyspark.sql import Window
 
         ssd = sum(d.capacity_bytes for d in self.cluster.eligible_dirs() if d.media == "ssd")
         budget = hot_budget_bytes(ssd, self.options.capacity_threshold)
         ranked = Window.orderBy(F.col("heat").desc(), "topic", "partition")
-        last = (state.select("topic", "partition", "heat",
-                             (F.col("size_bytes") * F.size("replicas")).alias("bytes"))
-                .withColumn("cumulative", F.sum("bytes").over(ranked))
+        running = F.sum(F.col("size_bytes") * F.size("replicas")).over(ranked)
+        if self.small:
+            return running <= budget      # in the view's query: one partition's window, no job of its own
+        return self._hot_from_coldest(state, F, running, budget)
+
+    @staticmethod
+    def _hot_from_coldest(state, F, running, budget):
+        """The hot set as a comparison with its coldest member, found by a
+        job of its own: no window over every partition in one task."""
+        last = (state.select("topic", "partition", "heat", running.alias("cumulative"))
                 .where(F.col("cumulative") <= budget)
                 .orderBy(F.col("heat").asc(), F.col("topic").desc(), F.col("partition").desc())
                 .limit(1).collect())
@@ -358,13 +376,17 @@ class _Model:
         goal.start_round(cluster)
         touched, moves, leads = set(), [], []
         # The round's selections read the state as the round found it: one Spark query for them all.
-        candidates = iter(self.select_all([s for s in selections if not s.pool]))
-        for selection in selections:
-            if selection.pool:               # selected when the goal first asks for it
-                goal.offer(cluster, lambda s=selection: [rep for _, rep in self.select(s)])
+        # A small snapshot's pools come with the round's query (a Spark job
+        # fewer per round that swaps, for a cheap scan); a large one's are
+        # selected when the goal first asks for them.
+        now = [i for i, s in enumerate(selections) if not s.pool or self.pools_with_round]
+        found = dict(zip(now, self.select_all([selections[i] for i in now])))
+        for i, selection in enumerate(selections):
+            if selection.pool:
+                goal.offer(cluster, self._pool(selection, found.get(i)))
                 continue
             remaining = dict(selection.excess)
-            for source, rep in goal.arrange(cluster, selection, next(candidates)):
+            for source, rep in goal.arrange(cluster, selection, found[i]):
                 if rep.key in touched or remaining.get(source, 0) <= 0:
                     continue
                 if selection.leaders_only:
@@ -377,6 +399,12 @@ class _Model:
         if moves or leads:
             self.apply(moves, leads)
         return {"moves": len(moves), "leader_changes": len(leads)} if moves or leads else {}
+
+    def _pool(self, selection, found) -> Callable[[], list[Replica]]:
+        """A pool selection's candidates, as goal.offer takes them."""
+        if found is None:
+            return lambda: [rep for _, rep in self.select(selection)]
+        return lambda: [rep for _, rep in found]
 
     def _move(self, goal, selection, rep: Replica, higher, moves, touched) -> bool:
         cluster = self.cluster

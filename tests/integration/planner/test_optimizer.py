@@ -118,3 +118,42 @@ def test_the_rack_violations_kept_by_the_driver_are_what_spark_counts(spark, rea
     assert counted[0][1] == len(lines[::3]), counted      # the hard case happened
     assert all(kept == spark_count for kept, spark_count in counted), counted
     assert counted[-1] == (0, 0)
+
+
+def test_swap_pools_selected_with_the_round_or_when_asked_give_the_same_plan(spark, read_snapshot, tmp_path,
+                                                                              monkeypatch):
+    """A small snapshot's swap partners come with the round's query; a large
+    one's from a Spark job of their own when a goal first asks. The plan is
+    the same either way, and the network goal did swap here."""
+    made = generate(tmp_path, partitions=20, brokers=6, seed=1, network_fill=0.15, disk_fill=0.3)
+    snapshot = read_snapshot(made.path)
+    asked = []
+    select = optimizer._Model.select
+    monkeypatch.setattr(optimizer._Model, "select", lambda model, s: asked.append(s.name) or select(model, s))
+    order = ["topic", "partition"]
+    plans = {}
+    for replicas in (optimizer.POOLS_WITH_ROUND_REPLICAS, 0):
+        monkeypatch.setattr(optimizer, "POOLS_WITH_ROUND_REPLICAS", replicas)
+        result = optimize(spark, snapshot, PlannerOptions())
+        plans[replicas] = (result.assignment.orderBy(*order).collect(), result.rounds)
+        asked.append("--")
+    with_round, when_asked = asked[:asked.index("--")], asked[asked.index("--") + 1:-1]
+    assert with_round == [] and "network:cold" in when_asked, asked
+    assert plans[0] == plans[optimizer.POOLS_WITH_ROUND_REPLICAS]
+
+
+def test_the_hot_set_is_the_same_from_the_views_query_and_from_a_job_of_its_own(spark, runs, monkeypatch):
+    """Small snapshots compute the hot set as a running sum in the replica
+    view's query; larger ones compare with its coldest member, found by a
+    job of their own. Both give the same partitions."""
+    snapshot, options, _ = runs[11]
+    hot = {}
+    for small_replicas in (optimizer.SMALL_REPLICAS, 0):
+        monkeypatch.setattr(optimizer, "SMALL_REPLICAS", small_replicas)
+        model = optimizer._Model(spark, snapshot, options)
+        assert model.small == bool(small_replicas)
+        hot[small_replicas] = {(r.topic, r.partition) for r in
+                               model.view.where("replica_index = 0 AND hot").collect()}
+        model.release()
+    assert 0 < len(hot[0]) < 600
+    assert hot[0] == hot[optimizer.SMALL_REPLICAS]
