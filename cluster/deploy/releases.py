@@ -15,7 +15,7 @@ Kept:
 - every release a service definition names, or a running service's copy of
   one: removing it would break the service's next restart, or the service;
 - the one before the new one (the previous `current`, or else the newest
-  other complete release), so that a rolled-out upgrade can still go back
+  other complete release by version: release_order), so that a rolled-out upgrade can still go back
   (layout.KEPT_RELEASES counts these two).
 Everything else under versions/ goes, incomplete releases included.
 """
@@ -23,6 +23,7 @@ Everything else under versions/ goes, incomplete releases included.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -36,11 +37,21 @@ def releases_to_remove(installed: Mapping[str, bool], current: str | None, new: 
     keep = {new, *in_use}
     previous = current if current and current != new else None
     if previous is None:
-        others = sorted(name for name, complete in installed.items() if complete and name != new)
+        others = sorted((name for name, complete in installed.items() if complete and name != new),
+                        key=release_order)
         previous = others[-1] if others else None
     if previous:
         keep.add(previous)
     return tuple(sorted(name for name in installed if name not in keep))
+
+
+def release_order(name: str) -> tuple:
+    """A sort key of `<version>-<hash>`: the version's numbers compare as
+    numbers ("0.10.0" after "0.9.2"), a pre-release's letters sort before
+    its release ("0.10.0rc1" before "0.10.0"), and the name breaks ties."""
+    version = name.rsplit("-", 1)[0]
+    runs = [run for run in re.split(r"(\d+)|\.", version) if run]
+    return tuple((2, int(run), "") if run.isdigit() else (0, 0, run) for run in runs) + ((1, 0, ""),), name
 
 
 def on_host(install_root: str, new: str, previous: str) -> tuple[str, ...]:

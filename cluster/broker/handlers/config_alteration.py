@@ -4,7 +4,10 @@ and the answer (the rules are cluster/admin/config_requests.py's).
 On the request thread, each resource is named (its entity, or refused at
 once). The ZooKeeper work runs on the admin-work thread (admin_work.py): per
 resource, the topic must exist, the stored config is read, the new one
-decided and checked whole, then written with its change notification in one
+decided and checked whole (a broker's config also against this broker as
+it runs: the values it would refuse to apply, such as log.cleaner.threads
+beyond double the count in effect, are refused with INVALID_REQUEST, as
+Kafka's DynamicBrokerConfig.validate does), then written with its change notification in one
 multi conditional on the version read (configs.write, as `kafkactl configs
 alter` writes) unless `validate_only`. A concurrent change to the same
 znode makes the multi fail; the resource is read and decided again, at most
@@ -18,6 +21,7 @@ REQUEST_TIMED_OUT for every resource not yet answered.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -27,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from kafkactl.cluster import fatal
 from kafkactl.cluster.admin import config_requests as rules
 from kafkactl.cluster.admin import configs
+from kafkactl.cluster.broker import dynamic_config
 from kafkactl.cluster.broker.deferred import FutureAnswer
 from kafkactl.cluster.broker.handlers.group_answers import NO_THROTTLE
 from kafkactl.cluster.protocol.build import make, nested
@@ -72,7 +77,8 @@ def handle(services, header, request, api_key: int, operations_of: Callable, dec
     validate_only = bool(request.validate_only)
     work = [(index, entity, resource_type, name, ops)
             for index, (resource_type, name, entity, ops) in enumerate(named) if isinstance(entity, configs.Entity)]
-    future = services.admin_work.submit(lambda zk: _alter(zk, work, decide, validate_only), deadline)
+    running = functools.partial(_check_running, services)
+    future = services.admin_work.submit(lambda zk: _alter(zk, work, decide, validate_only, running), deadline)
     return FutureAnswer(future, ANSWER_TIMEOUT_S, build, on_timeout=None)
 
 
@@ -84,13 +90,13 @@ def _result(entity, result: Result | None) -> dict:
     return {"error_code": result[0], "error_message": result[1]}
 
 
-def _alter(zk, work, decide: Decide, validate_only: bool) -> dict[int, Result]:
+def _alter(zk, work, decide: Decide, validate_only: bool, running: Callable) -> dict[int, Result]:
     """The admin-work thread: every named resource, one after the other."""
     results = {}
     for index, entity, resource_type, name, operations in work:
         try:
             results[index] = _alter_one(zk, entity, rules.label(resource_type, name), operations, decide,
-                                        validate_only)
+                                        validate_only, running)
         except rules.Refused as refused:
             results[index] = (refused.error, refused.message)
         except configs.ConcurrentChange:
@@ -104,7 +110,7 @@ def _alter(zk, work, decide: Decide, validate_only: bool) -> dict[int, Result]:
 
 
 def _alter_one(zk, entity: configs.Entity, resource: str, operations, decide: Decide,
-               validate_only: bool) -> Result:
+               validate_only: bool, running: Callable) -> Result:
     client, timeout_s = zk.client, zk.timeout_s
     if entity.entity_type == configs.TOPICS and wait(client.exists_async(layout.topic(entity.name)),
                                                      timeout_s) is None:
@@ -113,6 +119,8 @@ def _alter_one(zk, entity: configs.Entity, resource: str, operations, decide: De
         stored = configs.read_configs(client, [entity], timeout_s)[entity]
         config = decide(entity, stored.config, operations)
         rules.check(entity, resource, config)
+        if entity.entity_type == configs.BROKERS:
+            running(zk, entity, resource, config)
         if validate_only:
             return ErrorCode.none, None
         try:
@@ -123,3 +131,18 @@ def _alter_one(zk, entity: configs.Entity, resource: str, operations, decide: De
             if attempt == CONFLICT_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _check_running(services, zk, entity: configs.Entity, resource: str, config: dict[str, str]) -> None:
+    """Refused when this broker would not apply `config` as the entity's
+    (the default's or its own) beside the other one as stored, from the
+    config in effect now (dynamic_config.resolve's UpdateRefused)."""
+    own_id = services.config.broker_id
+    other = configs.broker_entity(None if entity.name != configs.BROKER_DEFAULT else own_id)
+    stored = configs.read_configs(zk.client, [other], zk.timeout_s)[other].config
+    default, own = (config, stored) if entity.name == configs.BROKER_DEFAULT else (stored, config)
+    in_effect = services.dynamic or dynamic_config.static(services.config)
+    try:
+        dynamic_config.resolve(services.config, default, own, in_effect.config.log_cleaner_threads)
+    except dynamic_config.UpdateRefused as refused:
+        raise rules.Refused(ErrorCode.invalid_request, f"Invalid config value for resource {resource}: {refused}")

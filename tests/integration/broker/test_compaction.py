@@ -106,6 +106,38 @@ def cleaner_threads_in_effect(bootstrap: str) -> str:
     return entries["log.cleaner.threads"].value
 
 
+def alter_broker_config(bootstrap: str, name: str, key: str, value: str) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs SET of one broker config (name "": the
+    cluster-wide default) through confluent-kafka: (error code, message)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.BROKER, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.incremental_alter_configs([resource])[resource].result(30)
+    except KafkaException as error:
+        return error.args[0].code(), error.args[0].str()
+    return 0, None
+
+
+def stored_broker_configs(zookeeper: str) -> dict[str, dict[str, str]]:
+    """/config/brokers/<entity> as stored, per entity."""
+    import json
+
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zookeeper, timeout=10)
+    client.start(timeout=10)
+    try:
+        return {name: json.loads(client.get(f"/config/brokers/{name}")[0])["config"]
+                for name in client.get_children("/config/brokers")}
+    finally:
+        client.stop()
+        client.close()
+
+
 def test_dynamic_cleaner_configs_apply_without_a_restart(start_cluster):
     """A clean crawling at 1 byte/s speeds up when the I/O limit is raised; a
     topic without its own cleanup.policy is compacted once the broker-wide
@@ -131,6 +163,21 @@ def test_dynamic_cleaner_configs_apply_without_a_restart(start_cluster):
 
     kafkactl_ok(zookeeper, "configs", "alter", "--broker", "1", "--add", "log.cleaner.threads=2")
     wait_for(lambda: cleaner_threads_in_effect(bootstrap) == "2", 20, what="two cleaner threads in effect")
+    # Through the Admin API the broker refuses it at once, as Kafka's does, and writes nothing.
+    assert alter_broker_config(bootstrap, "1", "log.cleaner.threads", "5") == (
+        42, "Invalid config value for resource ConfigResource(type=BROKER, name='1'): log.cleaner.threads 5: "
+            "Log cleaner threads cannot be increased to more than double the current value 2")
+    # The default may say 5: broker 1's own 2 stays in effect (Kafka validates the two together).
+    assert alter_broker_config(bootstrap, "", "log.cleaner.threads", "5") == (0, None)
+    assert stored_broker_configs(zookeeper) == {"1": {"log.cleaner.threads": "2"},
+                                                "<default>": {"log.cleaner.io.max.bytes.per.second": "1e9",
+                                                              "log.cleanup.policy": "compact",
+                                                              "log.cleaner.threads": "5"}}
+    assert alter_broker_config(bootstrap, "1", "log.cleaner.threads", "4") == (0, None)
+    wait_for(lambda: cleaner_threads_in_effect(bootstrap) == "4", 20, what="four cleaner threads in effect")
+    assert alter_broker_config(bootstrap, "1", "log.cleaner.threads", "2") == (0, None)
+    wait_for(lambda: cleaner_threads_in_effect(bootstrap) == "2", 20, what="two cleaner threads again")
+    # Written to ZooKeeper directly, the broker refuses it when it applies it (in its log).
     log_file = Path(status.brokers[0].log_file)
     kafkactl_ok(zookeeper, "configs", "alter", "--broker", "1", "--add", "log.cleaner.threads=5")
     wait_for(lambda: "log.cleaner.threads 5: Log cleaner threads cannot be increased to more than double the "

@@ -3,7 +3,7 @@ command the Ansible role runs on the host, over a real install root."""
 
 import json
 
-from kafkactl.cluster.deploy.releases import main, on_host, releases_to_remove
+from kafkactl.cluster.deploy.releases import main, on_host, release_order, releases_to_remove
 
 NEW, OLD, OLDER, OLDEST = "0.2.0-222222222222", "0.1.0-111111111111", "0.0.9-999999999999", "0.0.1-000000000001"
 
@@ -13,6 +13,17 @@ def test_the_new_the_previous_current_and_releases_in_use_are_kept():
     assert releases_to_remove(installed, OLD, NEW, [OLDEST]) == (OLDER,)
     assert releases_to_remove(installed, NEW, NEW, []) == (OLDEST, OLDER)     # previous: newest other complete
     assert releases_to_remove({NEW: True, OLD: False, OLDER: True}, None, NEW, []) == (OLD,)   # incomplete goes
+
+
+def test_the_newest_other_release_is_the_highest_version_not_the_last_name():
+    ten, nine = "0.10.0-aaaaaaaaaaaa", "0.9.2-bbbbbbbbbbbb"
+    assert sorted([ten, nine]) == [ten, nine]          # as text, 0.10 would come first
+    assert releases_to_remove({NEW: True, ten: True, nine: True}, None, NEW, []) == (nine,)
+    assert releases_to_remove({"0.11.0-cccccccccccc": True, ten: True, nine: True}, None,
+                              "0.11.0-cccccccccccc", []) == (nine,)
+    oldest_first = ["0.9.2-000000000000", "0.9.10-000000000000", "0.10.0rc1-000000000000", "0.10.0-000000000000",
+                    "0.10.0-ffffffffffff", "0.10.0.1-000000000000", "1.0.0-000000000000"]
+    assert sorted(reversed(oldest_first), key=release_order) == oldest_first
 
 
 def install_root(tmp_path, releases: dict[str, bool], current: str | None, running: dict[str, str]):
