@@ -24,6 +24,7 @@ from kafkactl.cluster.broker.dispatcher import Dispatcher
 from kafkactl.cluster.broker.fetch_session import FetchSessionCache
 from kafkactl.cluster.broker.handlers.init_producer_id import ProducerIdManager
 from kafkactl.cluster.broker.handlers.services import BrokerServices
+from kafkactl.cluster.broker.log_dir_failure import LogDirFailureHandler
 from kafkactl.cluster.broker.log_dir_mover import LogDirMover
 from kafkactl.cluster.broker.metadata import MetadataCache, MetadataSnapshot
 from kafkactl.cluster.broker.metrics import TICK_INTERVAL_S, BrokerMetrics, MetricsServer, render_page
@@ -111,6 +112,8 @@ class Broker:
         self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms=clock_ms,
                                 on_broker_config=self._update_broker_config)
         self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
+        self.log_dir_failures = LogDirFailureHandler(config.broker_id, self.log_manager.failures,
+                                                     self.replica_manager, self.zk_agent.propagate_log_dir_event)
         self.services = BrokerServices(
             config=config,
             metadata=self.metadata,
@@ -172,6 +175,9 @@ class Broker:
         self.server.start()
         self._start_metrics_server()
         self.zk_agent.start()
+        # After the zk-agent: its notification needs the session. A dir that
+        # failed before waits in the channel's queue until now.
+        self.log_dir_failures.start()
         self.metadata.replace(MetadataSnapshot(cluster_id=self.zk_agent.cluster_id))
         self.controller = Controller(self.config.broker_id, self.zk_agent.client, controller_config(self.config),
                                      leader_imbalance_check_interval_s=self.config.leader_imbalance_check_interval_seconds)
@@ -213,6 +219,7 @@ class Broker:
             self.metrics_server.stop()
         if self.controller is not None:
             self.controller.stop()
+        self.log_dir_failures.stop()
         self.zk_agent.stop()
         self._housekeeping.join(timeout=5)
         self.log_cleaner.stop()          # before the logs it cleans close

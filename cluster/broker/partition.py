@@ -30,7 +30,7 @@ from kafkactl.cluster.broker.fetch_session import PartitionChanges
 from kafkactl.cluster.broker.isr_writer import IsrProposal
 from kafkactl.cluster.errors import KafkaError
 from kafkactl.cluster.invariant import invariant
-from kafkactl.cluster.log.errors import LogClosedError, OffsetOutOfRangeError
+from kafkactl.cluster.log.errors import LogClosedError, LogDirFailedError, OffsetOutOfRangeError
 from kafkactl.cluster.zk.codecs import PartitionState
 
 
@@ -311,9 +311,12 @@ class Partition:
             data = log_.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         except LogClosedError:
             if self.log is log_:
-                raise
+                # Closed under this read: deleted, or its log dir failed (dir_failures.py).
+                return ReadResult(ErrorCode.kafka_storage_error)
             # A move between log dirs swapped the log under this read: read the new one.
             return self.read(fetch_offset, max_bytes, current_leader_epoch, min_one_batch, follower_id)
+        except LogDirFailedError:
+            return ReadResult(ErrorCode.kafka_storage_error)
         except OffsetOutOfRangeError:
             return ReadResult(ErrorCode.offset_out_of_range, high_watermark, log_.log_start_offset)
         region = getattr(data, "region", data) if data is not None else None

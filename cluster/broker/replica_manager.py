@@ -22,6 +22,14 @@ Who calls what here:
   (OffsetForLeaderEpoch); ListOffsets reads the partitions through `get`.
 - the broker's housekeeping: `maybe_shrink_isr` (every tick), and
   `high_watermarks` for the checkpoint.
+- the log dir failure handler (broker/log_dir_failure.py):
+  `handle_log_dir_failure`, once per dir that went offline.
+
+A partition whose log was in an offline dir is offline here (Kafka's
+HostedPartition.Offline): it leaves `partitions` for `offline_partitions`,
+every request for it is answered KAFKA_STORAGE_ERROR (so is a LeaderAndIsr
+naming it: the controller then takes the replica offline), and no new log
+is created for it elsewhere while the process runs.
 """
 
 from __future__ import annotations
@@ -64,6 +72,8 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.clock_ms = clock_ms
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Partitions whose log dir failed; replaced whole, so read without a lock.
+        self.offline_partitions: frozenset[tuple[str, int]] = frozenset()
         self._partitions_lock = threading.Lock()   # writers of `partitions`; readers take a snapshot
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._min_insync_cache: dict[str, int] = {}   # topic -> min.insync.replicas, until its config changes
@@ -176,6 +186,35 @@ class ReplicaManager:
                 # at the hosted partitions before this one was among them.
                 self.log_manager.update_config(topic, log_config_for(self.config, self.topic_configs.get(topic) or {}))
         return partition
+
+    def handle_log_dir_failure(self, path: str) -> list[tuple[str, int]]:
+        """The failure handler's thread (Kafka's ReplicaManager.handleLogDirFailure):
+        the partitions whose log is in `path` stop fetching and go offline,
+        then the dir's logs are closed. Under the control lock, so no
+        LeaderAndIsr or StopReplica changes them meanwhile. Returns them."""
+        with self.role_changes.control_lock:
+            keys = [key for key, _, dir_path, is_future in self.log_manager.placements()
+                    if dir_path == path and not is_future]
+            self.fetchers.remove_partitions(keys)
+            with self._partitions_lock:
+                stopped = [self.partitions.pop(key) for key in keys if key in self.partitions]
+                self.offline_partitions = self.offline_partitions | set(keys)
+            self.changes.note_many(keys)   # fetch sessions holding them answer their error
+            for partition in stopped:
+                partition.stop()           # a leader resigns (the leadership listeners hear of it)
+            self.log_manager.handle_log_dir_failure(path)
+        self.waiters.notify()              # acks=-1 producers and long polls waiting on them
+        self.leadership.deliver()
+        log.error("broker %s stopped serving %d replicas in offline log dir %s: %s", self.broker_id, len(keys),
+                  path, ", ".join(f"{t}-{p}" for t, p in sorted(keys)[:20]) + (" ..." if len(keys) > 20 else ""))
+        return keys
+
+    def missing_error(self, topic: str, index: int) -> ErrorCode:
+        """The error for a partition not in `partitions`: KAFKA_STORAGE_ERROR
+        when its log dir failed, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.offline_partitions:
+            return ErrorCode.kafka_storage_error
+        return ErrorCode.unknown_topic_or_partition
 
     def delete_partition(self, key: tuple[str, int]) -> ErrorCode:
         """StopReplica with deletion (the control thread): forget it, delete its log."""
@@ -310,7 +349,7 @@ class ReplicaManager:
     def append(self, topic: str, index: int, records: bytes, required_acks: int) -> AppendResult:
         partition = self.partitions.get((topic, index))
         if partition is None:
-            return AppendResult(ErrorCode.unknown_topic_or_partition)
+            return AppendResult(self.missing_error(topic, index))
         high_watermark = partition.high_watermark
         result = partition.append_as_leader(records, required_acks, self._min_insync_replicas(topic))
         if result.error == ErrorCode.none:
@@ -373,7 +412,7 @@ class ReplicaManager:
         """A consumer's read: only up to the high watermark."""
         partition = self.partitions.get((topic, index))
         if partition is None:
-            return ReadResult(ErrorCode.unknown_topic_or_partition)
+            return ReadResult(self.missing_error(topic, index))
         return partition.read(fetch_offset, max_bytes, current_leader_epoch, min_one_batch, None)
 
     # --- fetch (followers, on the leader)
@@ -428,7 +467,7 @@ class ReplicaManager:
         """A follower's read: up to the log end offset, not the high watermark."""
         partition = self.partitions.get((topic, index))
         if partition is None:
-            return ReadResult(ErrorCode.unknown_topic_or_partition)
+            return ReadResult(self.missing_error(topic, index))
         return partition.read(fetch_offset, max_bytes, current_leader_epoch, min_one_batch, follower_id)
 
     def end_follower_fetch(self, fetch: FollowerFetch) -> None:
@@ -457,7 +496,7 @@ class ReplicaManager:
         """(error, epoch, end offset): where `leader_epoch` ends in this leader's log."""
         partition = self.partitions.get((topic, index))
         if partition is None:
-            return ErrorCode.unknown_topic_or_partition, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            return self.missing_error(topic, index), UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         with partition.lock:
             error = check_epoch(partition, current_leader_epoch)
         if error is not None:

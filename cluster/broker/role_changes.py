@@ -1,6 +1,6 @@
 """The controller's commands, applied: LeaderAndIsr and StopReplica (seed 000, C).
 
-Control requests are applied one at a time (`_control_lock`), so a
+Control requests are applied one at a time (`control_lock`), so a
 partition's leader epoch, written only here, needs no lock to be read here.
 Fencing: a request from a controller older than one already heard from is
 refused whole (STALE_CONTROLLER_EPOCH); per partition, a leader epoch that is
@@ -130,7 +130,8 @@ class RoleChanges:
         self.broker_id = replicas.broker_id
         self.controller_epoch = -1   # the newest controller epoch a control request carried
         self.broker_endpoints: dict[int, tuple[str, int]] = {}
-        self._control_lock = threading.Lock()   # one control request at a time
+        # One control request at a time; the log dir failure handler takes it too.
+        self.control_lock = threading.Lock()
 
     def apply_leader_and_isr(self, controller_id: int, controller_epoch: int,
                              partition_states: Iterable[LeaderAndIsrState],
@@ -138,7 +139,7 @@ class RoleChanges:
         """See ReplicaManager.apply_leader_and_isr."""
         replicas = self._replicas
         timer = _ApplyTimer(time.monotonic())
-        with self._control_lock:
+        with self.control_lock:
             timer.locked_s = time.monotonic()
             self._check_controller_epoch("LeaderAndIsr", controller_id, controller_epoch)
             self.update_broker_endpoints(live_leaders)
@@ -165,12 +166,15 @@ class RoleChanges:
                       controller_id: int = -1) -> dict[tuple[str, int], ErrorCode]:
         """See ReplicaManager.stop_replicas."""
         replicas = self._replicas
-        with self._control_lock:
+        with self.control_lock:
             if controller_epoch is not None:
                 self._check_controller_epoch("StopReplica", controller_id, controller_epoch)
             errors: dict[tuple[str, int], ErrorCode] = {}
             stopping = []
             for key, request_epoch in partitions.items():
+                if key in replicas.offline_partitions:   # its log dir failed: nothing can be done to it
+                    errors[key] = ErrorCode.kafka_storage_error
+                    continue
                 partition = replicas.partitions.get(key)
                 if partition is None or request_epoch in (STOP_REPLICA_NO_EPOCH, STOP_REPLICA_EPOCH_DURING_DELETE) \
                         or request_epoch > partition.leader_epoch:
@@ -216,6 +220,10 @@ class RoleChanges:
                         state.topic, state.partition, controller_id, self.broker_id, list(state.replicas))
             return ErrorCode.unknown_topic_or_partition, None
         partition = self._replicas.partitions.get((state.topic, state.partition))
+        if partition is None and (state.topic, state.partition) in self._replicas.offline_partitions:
+            # Its log dir failed (Kafka's HostedPartition.Offline): the
+            # controller takes this replica offline on this answer.
+            return ErrorCode.kafka_storage_error, None
         if partition is None:
             try:
                 partition = self._replicas.get_or_create(state.topic, state.partition)

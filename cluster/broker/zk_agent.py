@@ -346,6 +346,16 @@ class ZkAgent:
         # matters more here.
         self.zk.create(layout.ISR_CHANGE_PREFIX, codecs.encode_partition_list(partitions), sequential=True)
 
+    # --- log dir failures (the log dir failure handler's thread)
+
+    def propagate_log_dir_event(self) -> None:
+        """Tell the controller a log dir of this broker failed (Kafka's
+        propagateLogDirEvent): a persistent sequential notification it reads and deletes."""
+        if self.zk is None:
+            raise zk_client.ZooKeeperUnavailable("not connected to ZooKeeper yet")
+        self.zk.create(layout.LOG_DIR_EVENT_PREFIX, codecs.encode_log_dir_event(self.config.broker_id),
+                       sequential=True)
+
     # --- producer id blocks
 
     def allocate_producer_id_block(self) -> codecs.ProducerIdBlock:

@@ -49,6 +49,8 @@ decisions.py             every operation, one import away:
     isr_change.py        on_isr_change
     offline_dirs.py      on_leader_and_isr_response (replicas answered KAFKA_STORAGE_ERROR go offline,
                          remembered until their broker registers again)
+    log_dir_events.py    on_log_dir_event (a broker's log dir failed: LeaderAndIsr for its replicas,
+                         whose KAFKA_STORAGE_ERROR answers offline_dirs acts on)
 changes.py, builder.py, requests.py   shared per-partition steps, DecisionBuilder, request batching
 execution.py             apply_results, adopt_reread_states, execute, ZkPort
 events.py                the typed events the I/O layer queues (Kafka's names), with preempt

@@ -173,7 +173,8 @@ def redo_remove_dead_from_isr(ctx: ControllerContext, tps: frozenset[TopicPartit
 
 
 def delete_notifications(ctx: ControllerContext, paths: tuple[str, ...]) -> Decision:
-    """Delete ISR change notifications whose partitions were read after they were written: they carry no news."""
+    """Delete ISR change (or log dir event) notifications that carry no news any more: their partitions
+    were read after they were written, or the brokers they name were sent LeaderAndIsr."""
     b = DecisionBuilder(ctx)
     for path in paths:
         b.write(DeleteNotification(path))

@@ -32,7 +32,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster import fatal
 from kafkactl.cluster.controller import (
-    admin_requests, broker_change, deletion, failover, isr_change, offline_dirs, preferred, reassignment, shutdown, topic_change,
+    admin_requests, broker_change, deletion, failover, isr_change, log_dir_events, offline_dirs, preferred, reassignment,
+    shutdown, topic_change,
 )
 from kafkactl.cluster.controller import events as ev
 from kafkactl.cluster.controller.channel import BrokerEndpoint, ControllerChannel
@@ -90,7 +91,7 @@ class Controller:
             ev.BrokerChange: self._on_broker_change, ev.TopicChange: self._on_topic_change,
             ev.TopicDeletion: self._on_delete_topics, ev.PartitionReassignment: self._on_reassignment,
             ev.PreferredReplicaElection: self._on_preferred, ev.IsrChangeNotification: self._on_isr_change,
-            ev.ConfigChange: self._on_config_change,
+            ev.ConfigChange: self._on_config_change, ev.LogDirEventNotification: self._on_log_dir_event,
             ev.WatchReassigningStates: self._on_watch_reassigning,
             ev.PartitionReassignmentIsrChange: self._on_partition_states,
             ev.AutoPreferredReplicaLeaderElection: self._on_auto_rebalance,
@@ -413,6 +414,13 @@ class Controller:
     def _on_isr_change(self, _event: ev.IsrChangeNotification) -> None:
         states, paths = self.reads.isr_changes(self._port.read_partition_states)
         self._run(lambda ctx: isr_change.on_isr_change(ctx, states, paths))
+
+    def _on_log_dir_event(self, _event: ev.LogDirEventNotification) -> None:
+        brokers, paths = self.reads.log_dir_events()
+        if brokers:
+            log.warning("controller %s: log dirs failed on brokers %s: asking them which replicas are offline",
+                        self.broker_id, sorted(set(brokers)))
+        self._run(lambda ctx: log_dir_events.on_log_dir_event(ctx, brokers, paths))
 
     def _on_config_change(self, _event: ev.ConfigChange) -> None:
         configs = self.reads.config_changes(sorted(self.context.topic_ids))

@@ -8,6 +8,7 @@ from kafkactl.cluster.controller.broker_change import on_broker_change, on_broke
 from kafkactl.cluster.controller.deletion import on_delete_topics, on_stop_replica_response
 from kafkactl.cluster.controller.failover import ClusterSnapshot, load_context, on_controller_failover
 from kafkactl.cluster.controller.isr_change import on_isr_change
+from kafkactl.cluster.controller.log_dir_events import on_log_dir_event
 from kafkactl.cluster.controller.offline_dirs import on_leader_and_isr_response
 from kafkactl.cluster.controller.preferred import on_auto_leader_rebalance, on_preferred_replica_election
 from kafkactl.cluster.controller.reassignment import on_partition_reassignment
@@ -24,4 +25,5 @@ __all__ = [
     "on_controlled_shutdown",
     "on_isr_change",
     "on_leader_and_isr_response",
+    "on_log_dir_event",
 ]

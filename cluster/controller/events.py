@@ -118,6 +118,13 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirEventNotification(ControllerEvent):
+    """/log_dir_event_notification changed: a broker's log dir failed."""
+    name: ClassVar[str] = "LogDirEventNotification"
+    retriable: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigChange(ControllerEvent):
     """A topic config changed (/config/changes): unclean election may now be allowed."""
     name: ClassVar[str] = "TopicUncleanLeaderElectionEnable"
@@ -231,4 +238,5 @@ WATCH_EVENTS: dict[str, ControllerEvent] = {
     zk_reads.PREFERRED_ELECTION: PreferredReplicaElection(),
     zk_reads.ISR_CHANGE: IsrChangeNotification(),
     zk_reads.CONFIG_CHANGE: ConfigChange(),
+    zk_reads.LOG_DIR_EVENT: LogDirEventNotification(),
 }

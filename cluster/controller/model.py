@@ -134,7 +134,8 @@ class DeleteAdminPath:
 
 @dataclass(frozen=True, slots=True)
 class DeleteNotification:
-    """Delete a consumed /isr_change_notification/isr_change_<seq> znode."""
+    """Delete a consumed /isr_change_notification/isr_change_<seq> or
+    /log_dir_event_notification/log_dir_event_<seq> znode."""
 
     path: str
 

@@ -24,7 +24,12 @@ Rules, per partition (one write at most):
   allowed); the new ISR leaves it out. With no such replica, the partition
   is left without a leader (Offline), the ISR losing it unless it was the
   last member (Kafka's removeReplicasFromIsr);
-- if it followed, it leaves the ISR.
+- if it followed, it leaves the ISR;
+- the LeaderAndIsr that announces the new state goes to the partition's
+  other live replicas, not to the broker that cannot store it (Kafka's
+  election sends it to the online replicas only): told again, a broker
+  whose log could not be created in one dir would create it in another and
+  fetch as if nothing had happened.
 A response from an earlier incarnation of the broker (another broker
 epoch) is ignored: the broker has registered again and been told its
 replicas anew. Answering again for a replica already out is a no-op, so a
@@ -70,7 +75,7 @@ def replicas_offline(b: DecisionBuilder, broker_id: int, tps: Iterable[TopicPart
         if state.leader == broker_id:
             _elect_without(b, tp, broker_id)
         elif broker_id in state.isr:
-            remove_from_isr(b, tp, [broker_id])
+            remove_from_isr(b, tp, [broker_id], announce_exclude=[broker_id])
 
 
 def _elect_without(b: DecisionBuilder, tp: TopicPartition, broker_id: int) -> None:
@@ -81,9 +86,9 @@ def _elect_without(b: DecisionBuilder, tp: TopicPartition, broker_id: int) -> No
     if isinstance(result, Elected):
         b.write_next_state(tp, result.leader, result.isr, result.leader_recovery_state)
         psm.transition(ctx.partition_states, tp, PartitionStateName.ONLINE)
-        announce(b, tp)
+        announce(b, tp, exclude=[broker_id])
     else:
-        remove_from_isr(b, tp, [broker_id])      # leader -1: the partition is Offline
+        remove_from_isr(b, tp, [broker_id], announce_exclude=[broker_id])   # leader -1: the partition is Offline
 
 
 def _redo(ctx: ControllerContext, tps: frozenset[TopicPartition], broker_id: int) -> Decision:

@@ -39,6 +39,7 @@ REASSIGN = "reassign"
 PREFERRED_ELECTION = "preferred-election"
 ISR_CHANGE = "isr-change"
 CONFIG_CHANGE = "config-change"
+LOG_DIR_EVENT = "log-dir-event"
 
 ReadPartitionStates = Callable[[Collection[TopicPartition]], Mapping[TopicPartition, PartitionState | None]]
 
@@ -72,12 +73,13 @@ class ControllerReads:
     def cluster(self, epoch: int, epoch_zk_version: int,
                 read_partition_states: ReadPartitionStates) -> tuple[ClusterSnapshot, tuple[str, ...]]:
         """Everything a new controller loads, every watch armed; and the ISR
-        change notifications present now (the states read after them make
-        them obsolete)."""
+        change and log dir event notifications present now (the states read
+        after them, and the full LeaderAndIsr the failover sends, make them
+        obsolete)."""
         # Notifications are listed before the states are read: only those are
         # made obsolete by the read (and deleted by the failover). One written
         # after the read fires the watch this listing leaves, and is handled.
-        notifications = self.notification_paths()
+        notifications = self.notification_paths() + self.log_dir_event_paths()
         brokers = self.brokers()
         topics = self.topics()
         states = read_partition_states([TopicPartition(t, p) for t, a in topics.items() for p in a.partitions])
@@ -144,6 +146,25 @@ class ControllerReads:
     def notification_paths(self) -> tuple[str, ...]:
         children = self.store.children(layout.ISR_CHANGE_NOTIFICATION, watch=self.watch(ISR_CHANGE))
         return tuple(f"{layout.ISR_CHANGE_NOTIFICATION}/{c}" for c in sorted(children))
+
+    def log_dir_event_paths(self) -> tuple[str, ...]:
+        children = self.store.children(layout.LOG_DIR_EVENT_NOTIFICATION, watch=self.watch(LOG_DIR_EVENT))
+        return tuple(f"{layout.LOG_DIR_EVENT_NOTIFICATION}/{c}" for c in sorted(children))
+
+    def log_dir_events(self) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The brokers the log dir event notifications name, and every
+        notification's path (to delete, a malformed one too)."""
+        paths = self.log_dir_event_paths()
+        nodes = self.store.get_many(list(paths))
+        brokers = []
+        for path in paths:
+            if nodes[path] is None:
+                continue
+            try:
+                brokers.append(codecs.decode_log_dir_event(path, nodes[path][0]))
+            except codecs.ZnodeFormatError:
+                continue           # names no broker; deleted with the others
+        return tuple(brokers), paths
 
     def isr_changes(self, read_partition_states: ReadPartitionStates
                     ) -> tuple[Mapping[TopicPartition, PartitionState | None], tuple[str, ...]]:

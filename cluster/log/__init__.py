@@ -8,6 +8,7 @@ Shared by every layer
     config          LogConfig: per-log settings, resolved
     durable         fsync, atomic replace, durable rename: every durable step is made of these
     checkpoint      the checkpoint file format (version, count, entries), read strictly
+    dir_failures    a log dir that fails while the broker runs: offline once, reported to one handler
 
 One segment: `<base offset>.log`, `.index`, `.timeindex`
     index           the sparse offset index (and what both indexes share)

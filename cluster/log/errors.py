@@ -32,6 +32,10 @@ class LogClosedError(KafkaStorageError):
     """An operation on a log that was closed or deleted."""
 
 
+class LogDirFailedError(KafkaStorageError):
+    """An I/O error in a log dir, which took the dir offline (dir_failures.py)."""
+
+
 class CheckpointFormatError(KafkaStorageError):
     """A checkpoint file that does not follow the format; names file and line."""
 

@@ -8,7 +8,8 @@ Rules:
   A log the manager starts watching (loaded, created or swapped in) is
   noted for "flush", since it may have epochs to write;
 - a log deleted, or replaced by a move between log dirs, while a pass runs
-  is skipped, never an error;
+  is skipped, never an error; so is a log whose dir failed (an I/O error
+  takes the dir offline, dir_failures.py), and the pass goes on;
 - a flush pass writes the leader epochs noted since the last pass (no
   fsync), fsyncs the whole log when flush.ms has elapsed since its last
   full flush, and otherwise the segments rolled since (Kafka flushes on
@@ -20,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from kafkactl.cluster.log.errors import LogClosedError
+from kafkactl.cluster.log.errors import LogClosedError, LogDirFailedError
 from kafkactl.cluster.log.log import Log
 
 FLUSH = "flush"
@@ -59,6 +60,8 @@ def each_open_log(logs: Iterable[Log], action: Callable[[Log], int | None]) -> i
             total += action(log) or 0
         except LogClosedError:
             continue  # deleted while this pass ran
+        except LogDirFailedError:
+            continue  # its dir went offline (reported): the other dirs' logs go on
     return total
 
 

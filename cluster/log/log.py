@@ -31,8 +31,9 @@ from typing import NamedTuple
 
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.dir_failures import reports_io_errors
 from kafkactl.cluster.log.durable import fsync_dir, fsync_file
-from kafkactl.cluster.log.errors import LogClosedError, UnexpectedAppendOffsetError
+from kafkactl.cluster.log.errors import LogClosedError, LogDirFailedError, UnexpectedAppendOffsetError
 from kafkactl.cluster.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from kafkactl.cluster.log.log_append import (
     AppendInfo,
@@ -98,6 +99,9 @@ class Log:
         # scheduled for deletion, so periodic work visits only logs that
         # have some (a broker may hold 10,000s of logs).
         self.needs_attention: Callable[[Log, str], None] | None = None
+        # Set by the LogManager: called with (log dir, message, error) when an
+        # I/O error here takes the whole dir offline (dir_failures.py).
+        self.io_failed: Callable[[str, str, BaseException], None] | None = None
 
     # --- opening and recovery ----------------------------------------------
 
@@ -187,6 +191,7 @@ class Log:
         before theirs, since the record pass is the costly part of an append."""
         return check_leader_batches(records, self.config, f"{self.topic}-{self.partition}")
 
+    @reports_io_errors
     def append_as_leader(self, records: Payload, leader_epoch: int,
                          headers: list[BatchHeader] | None = None) -> AppendInfo:
         """Validate, assign offsets, stamp `leader_epoch` and append a produce payload.
@@ -220,6 +225,7 @@ class Log:
             self.flush()
         return append_info(headers, append_time)
 
+    @reports_io_errors
     def append_as_follower(self, records: Payload) -> AppendInfo | None:
         """Append batches fetched from the leader, offsets and epochs as they are.
 
@@ -281,6 +287,7 @@ class Log:
             return LogSnapshot(self._segments, self._base_offsets, self._log_start_offset,
                                self._log_end_offset, self._segments[-1].size_bytes)
 
+    @reports_io_errors
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> FetchSlice | None:
         """Whole batches from the one holding `fetch_offset`, from a single segment.
@@ -334,6 +341,7 @@ class Log:
 
     # --- truncation and retention --------------------------------------------
 
+    @reports_io_errors
     def truncate_to(self, offset: int) -> bool:
         """Remove every batch from the one holding `offset` on (follower truncation).
 
@@ -361,6 +369,7 @@ class Log:
                         self.dir_path, self._log_end_offset, cut)
             return True
 
+    @reports_io_errors
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart the log empty at `offset`."""
         if offset < 0:
@@ -387,6 +396,7 @@ class Log:
         self._rebuild_producer_state()
         self._truncations += 1
 
+    @reports_io_errors
     def delete_retained_segments(self) -> int:
         """Delete the oldest segments retention.ms, retention.bytes or the log
         start offset expire (retention.py); log_start_offset moves to the new
@@ -406,6 +416,7 @@ class Log:
                         self.dir_path, count, self._log_start_offset)
             return count
 
+    @reports_io_errors
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Move log_start_offset up (DeleteRecords); segments go on the next retention run."""
         with self._lock:
@@ -479,6 +490,7 @@ class Log:
 
     # --- flush, config, close ------------------------------------------------
 
+    @reports_io_errors
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery_point, up_to_offset).
 
@@ -512,6 +524,7 @@ class Log:
             if up_to_offset is None:  # only a full flush restarts the flush.ms clock
                 self._last_flush_ms = self._clock_ms()
 
+    @reports_io_errors
     def write_epoch_checkpoint(self) -> bool:
         """Write leader epochs noted since the last write (no fsync; see leader_epoch)."""
         if not self._epoch_cache.dirty:   # unlocked peek, as in purge_deleted
@@ -556,6 +569,14 @@ class Log:
             self._set_segments(())
         for segment in pending:
             segment.delete_files()
+
+    def io_error(self, action: str, error: BaseException) -> LogDirFailedError:
+        """`action` met an I/O error: the log dir goes offline (its owner is told)."""
+        log_dir = os.path.dirname(self.dir_path)
+        message = f"{action} of {self.topic}-{self.partition} in {log_dir} failed: {error}"
+        if self.io_failed is not None:
+            self.io_failed(log_dir, message, error)
+        return LogDirFailedError(message)
 
     def _set_segments(self, segments: tuple[LogSegment, ...]) -> None:
         self._segments = segments

@@ -14,7 +14,11 @@ Rules of its own:
   never cut; a partition's future log is deleted before its current log;
 - a move's swap changes the maps under the lock, with the disk: a reader
   of placements() sees the current log or the new one, never both, never
-  neither.
+  neither;
+- a dir that met an I/O error is offline (dir_failures.py): no new log is
+  placed in it, no checkpoint or clean-shutdown marker is written to it, and
+  once the broker's failure handler calls handle_log_dir_failure its logs
+  leave the maps and are closed, best effort.
 
 The broker drives time: it should call flush_due() about every second,
 run_retention() every few minutes (log.retention.check.interval.ms),
@@ -36,8 +40,9 @@ from dataclasses import dataclass
 from kafkactl.cluster.invariant import invariant
 from kafkactl.cluster.log.checkpoint import OffsetCheckpointFile, TopicPartition
 from kafkactl.cluster.log.config import NO_LIMIT, LogConfig
+from kafkactl.cluster.log.dir_failures import LogDirFailureChannel, is_io_error
 from kafkactl.cluster.log.durable import rename_durably
-from kafkactl.cluster.log.errors import KafkaStorageError
+from kafkactl.cluster.log.errors import KafkaStorageError, LogDirFailedError
 from kafkactl.cluster.log.future_logs import Fault, forget_completion, settle_future_dirs, swap_in_future
 from kafkactl.cluster.log.housekeeping import FLUSH, PURGE, Attention, each_open_log, flush_if_due
 from kafkactl.cluster.log.layout import (
@@ -68,9 +73,10 @@ class LogDir:
 
 class LogManager:
     def __init__(self, log_dirs: list[LogDir], default_config: LogConfig,
-                 clock_ms: Callable[[], int]) -> None:
+                 clock_ms: Callable[[], int], failures: LogDirFailureChannel | None = None) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
+        self.failures = failures or LogDirFailureChannel()
         self.default_config = default_config
         self._clock_ms = clock_ms
         self._dirs: list[LogDir] = []
@@ -93,6 +99,41 @@ class LogManager:
     @property
     def log_dirs(self) -> list[LogDir]:
         return list(self._dirs)
+
+    def is_dir_online(self, path: str) -> bool:
+        return not self.failures.is_offline(path)
+
+    def live_log_dirs(self) -> list[str]:
+        offline = self.failures.offline_dirs
+        return [d.path for d in self._dirs if d.path not in offline]
+
+    def _io_failed(self, path: str, message: str, error: BaseException | None = None) -> None:
+        """Any thread that met an I/O error in `path` (Log.io_failed, or here)."""
+        self.failures.maybe_add_offline_log_dir(path, message, error)
+
+    def handle_log_dir_failure(self, path: str) -> list[TopicPartition]:
+        """The failure handler's thread, once per offline dir: every log in
+        it (current and future) leaves the maps and is closed, best effort
+        (the disk may fail the closing too). Returns the partitions whose
+        current log was there. The broker halts if no dir is left."""
+        with self._lock:
+            current = [tp for tp, d in self._dir_of.items() if d == path]
+            futures = [tp for tp, d in self._future_dir_of.items() if d == path]
+            closing = [self._logs.pop(tp) for tp in current] + [self._future_logs.pop(tp) for tp in futures]
+            for tp in current:
+                del self._dir_of[tp]
+            for tp in futures:
+                del self._future_dir_of[tp]
+            for tp in [tp for tp, d in self._preferred_dirs.items() if d == path]:
+                del self._preferred_dirs[tp]
+        for log in closing:
+            try:
+                log.close()
+            except Exception as error:   # best effort: the files may be beyond reach
+                logger.warning("closing %s in offline log dir %s: %s", log, path, error)
+        logger.error("stopped serving %d logs (and %d future logs) in offline log dir %s",
+                     len(current), len(futures), path)
+        return current
 
     # --- startup and shutdown --------------------------------------------------
 
@@ -129,7 +170,7 @@ class LogManager:
         # thousands of logs stop in a fraction of the time (Kafka's
         # num.recovery.threads.per.data.dir plays this part).
         with ThreadPoolExecutor(max_workers=SHUTDOWN_FLUSH_THREADS, thread_name_prefix="shutdown-flush") as pool:
-            for _ in pool.map(Log.flush, logs):
+            for _ in pool.map(_flush_unless_dir_failed, logs):
                 pass
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
@@ -140,8 +181,14 @@ class LogManager:
         for log_dir in self._dirs:
             if log_dir.path not in self._lock_files:
                 continue
-            mark_clean_shutdown(log_dir.path)
-            os.close(self._lock_files.pop(log_dir.path))
+            lock_file = self._lock_files.pop(log_dir.path)
+            try:
+                if self.is_dir_online(log_dir.path):   # an offline dir is recovered at the next start
+                    mark_clean_shutdown(log_dir.path)
+            except OSError as error:
+                self._io_failed(log_dir.path, f"marking {log_dir.path} cleanly shut down failed: {error}", error)
+            finally:
+                os.close(lock_file)
         with self._lock:
             self._logs.clear()
             self._dir_of.clear()
@@ -174,10 +221,22 @@ class LogManager:
                 self._topic_configs[topic] = config
             existing = self._logs.get((topic, partition))
             if existing is None:
+                offline = self.failures.offline_dirs
                 dir_path = (self._preferred_dirs.pop((topic, partition), None)
-                            or self._placement.choose(preferred_media, self._clock_ms(), self._log_bytes_locked))
-                log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
-                               partition, self._config_for(topic), self._clock_ms, 0, True)
+                            or self._placement.choose(preferred_media, self._clock_ms(), self._log_bytes_locked,
+                                                      offline))
+                if dir_path is None or dir_path in offline:
+                    raise KafkaStorageError(f"cannot create the log of {topic}-{partition}: "
+                                            f"{'log dir ' + dir_path if dir_path else 'every log dir'} is offline")
+                try:
+                    log = Log.open(os.path.join(dir_path, partition_dir_name(topic, partition)), topic,
+                                   partition, self._config_for(topic), self._clock_ms, 0, True)
+                except (OSError, KafkaStorageError) as error:
+                    if not is_io_error(error):
+                        raise
+                    message = f"creating the log of {topic}-{partition} in {dir_path} failed: {error}"
+                    self._io_failed(dir_path, message, error)
+                    raise LogDirFailedError(message) from error
                 self._logs[(topic, partition)] = self._watch(log)
                 self._dir_of[(topic, partition)] = dir_path
                 logger.info("created log %s-%d in %s", topic, partition, dir_path)
@@ -358,8 +417,14 @@ class LogManager:
 
     def _write_dir_checkpoints(self, name: str, with_futures: bool,
                                offsets: Callable[[dict[TopicPartition, Log]], dict[TopicPartition, int]]) -> None:
+        """Each online dir's checkpoint `name`; a dir whose write fails goes offline, the others go on."""
         for path, logs in self._logs_by_dir(with_futures).items():
-            OffsetCheckpointFile(os.path.join(path, name)).write(offsets(logs))
+            if self.failures.is_offline(path):
+                continue
+            try:
+                OffsetCheckpointFile(os.path.join(path, name)).write(offsets(logs))
+            except OSError as error:
+                self._io_failed(path, f"writing {name} in {path} failed: {error}", error)
 
     def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Each dir's replication-offset-checkpoint, with the partitions living there."""
@@ -385,6 +450,7 @@ class LogManager:
     # --- periodic work ---------------------------------------------------------
 
     def _watch(self, log: Log) -> Log:
+        log.io_failed = self._io_failed
         return self._attention.watch(log)
 
     def run_retention(self) -> int:
@@ -430,3 +496,11 @@ class LogManager:
             used[path] += log.size_bytes
             counts[path] += 1
         return [(d.path, used[d.path], counts[d.path]) for d in self._dirs]
+
+
+def _flush_unless_dir_failed(log: Log) -> None:
+    """A shutdown flush; a dir failing now goes offline (reported) and the other logs still flush."""
+    try:
+        log.flush()
+    except LogDirFailedError:
+        pass

@@ -2,6 +2,7 @@
 
 Rules (a log AlterReplicaLogDirs asked a dir for goes there instead; the
 LogManager sees to that):
+- a new log never goes to an offline dir (dir_failures.py);
 - a new log goes to a dir of the media class asked for (media.py: "ssd" or
   "hdd"); with no dir of that class, or none asked for, any dir qualifies;
 - among those, to the dir with the fewest bytes of logs, ties broken by
@@ -15,7 +16,7 @@ LogManager sees to that):
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 PLACEMENT_USAGE_MAX_AGE_MS = 1000
@@ -46,9 +47,14 @@ class Placement:
         self._usage: dict[str, list[int]] = {}   # path -> [used bytes, partitions]
         self._usage_ms = 0
 
-    def choose(self, preferred_media: str | None, now: int, read_usage: Callable[[], list[DirBytes]]) -> str:
-        """The dir for a new log; `read_usage` reads every dir's log bytes when due."""
-        candidates = [path for path in self._order if self._media[path] == preferred_media] or list(self._order)
+    def choose(self, preferred_media: str | None, now: int, read_usage: Callable[[], list[DirBytes]],
+               offline: Collection[str] = ()) -> str | None:
+        """The dir for a new log; `read_usage` reads every dir's log bytes when
+        due. Never one of the `offline` dirs: None when every dir is."""
+        online = [path for path in self._order if path not in offline]
+        candidates = [path for path in online if self._media[path] == preferred_media] or online
+        if not candidates:
+            return None
         if len(candidates) == 1:
             return candidates[0]
         if not self._usage or now - self._usage_ms >= PLACEMENT_USAGE_MAX_AGE_MS:

@@ -275,6 +275,19 @@ def decode_partition_list(kind: str, data: bytes) -> list[tuple[str, int]]:
         raise ZnodeFormatError(f"{kind}: each partition needs topic and partition") from None
 
 
+LOG_DIR_FAILURE_EVENT = 1   # the one event type Kafka's LogDirEventNotification defines
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """/log_dir_event_notification/log_dir_event_<seq>: a log dir of `broker_id` failed."""
+    return _dump({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(path: str, data: bytes) -> int:
+    """The broker id a log dir event notification names."""
+    return _field(path, _load(path, data), "broker", int)
+
+
 def encode_reassignment(targets: dict[tuple[str, int], list[int]]) -> bytes:
     return _dump({"version": 1, "partitions": [
         {"topic": t, "partition": p, "replicas": list(r)}

@@ -51,8 +51,10 @@ def alter_replica_log_dir(services, path: str, topic: str, index: int) -> ErrorC
     dir_path = log_manager.configured_dir(path)
     if dir_path is None:
         return ErrorCode.log_dir_not_found
-    if not os.access(dir_path, os.W_OK | os.X_OK):
+    if not log_manager.is_dir_online(dir_path) or not os.access(dir_path, os.W_OK | os.X_OK):
         return ErrorCode.kafka_storage_error
+    if (topic, index) in replica_manager.offline_partitions:
+        return ErrorCode.kafka_storage_error     # its current log's dir failed
     partition = replica_manager.get(topic, index)
     if partition is None:
         return _remember(services, log_manager, dir_path, topic, index)

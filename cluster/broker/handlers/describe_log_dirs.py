@@ -7,7 +7,9 @@ only those (null asks for all). v4 adds the volume's total and usable bytes
 (usable = what an unprivileged writer may still use, statvfs f_bavail).
 A partition being moved between log dirs also appears in the dir it is
 moving to, with is_future_key true and as offset lag how far its future
-log's end is behind the current log's.
+log's end is behind the current log's. A log dir that failed while the
+broker runs is answered KAFKA_STORAGE_ERROR with no partitions, as Kafka
+answers an offline dir.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def handle(services, header, request):
         by_dir[path].setdefault(topic, []).append(nested(
             cls, "DescribeLogDirsPartition", partition_index=index, partition_size=log_.size_bytes,
             offset_lag=lag, is_future_key=is_future))
-    results = tuple(_result(cls, path, topics) for path, topics in by_dir.items())
+    results = tuple(_result(cls, path, topics) if log_manager.is_dir_online(path) else _offline(cls, path)
+                    for path, topics in by_dir.items())
     return make(cls, throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, results=results)
 
 
@@ -54,6 +57,12 @@ def _offset_lag(replica_manager, topic: str, index: int, log_end_offset: int) ->
     if partition is None:
         return -1   # Kafka's INVALID_OFFSET_LAG: the replica is not online here
     return max(partition.high_watermark - log_end_offset, 0)
+
+
+def _offline(cls, path: str):
+    """A dir that failed (dir_failures.py): KAFKA_STORAGE_ERROR, nothing in it, as Kafka answers."""
+    return nested(cls, "DescribeLogDirsResult", error_code=ErrorCode.kafka_storage_error, log_dir=path,
+                  topics=(), total_bytes=-1, usable_bytes=-1)
 
 
 def _result(cls, path: str, topics: dict[str, list]):

@@ -46,7 +46,11 @@ def not_hosted_error(services: BrokerServices, topic: str, index: int) -> ErrorC
     it: NOT_LEADER_OR_FOLLOWER when the cluster knows the partition (it lives
     on other brokers, or moved away a moment ago: clients refresh their
     metadata and retry), UNKNOWN_TOPIC_OR_PARTITION only when it does not
-    exist. Consumers treat the second as final (kcat -e exits on it)."""
+    exist. Consumers treat the second as final (kcat -e exits on it).
+    KAFKA_STORAGE_ERROR when this broker's replica was on a log dir that
+    failed (Kafka answers an offline partition so)."""
+    if (topic, index) in services.replica_manager.offline_partitions:
+        return ErrorCode.kafka_storage_error
     known = services.metadata.snapshot.topics.get(topic)
     if known is not None and index in known.assignment.partitions:
         return ErrorCode.not_leader_or_follower

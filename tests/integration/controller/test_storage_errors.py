@@ -21,10 +21,12 @@ def test_a_replica_whose_log_cannot_be_created_is_taken_offline(start_cluster):
     zk = KazooClient(hosts=status.zookeeper_connect, timeout=10)
     zk.start(timeout=10)
     try:
-        # A file where broker 1 would create the partition's log dir: creating
-        # the log fails (as on a log dir gone read-only or offline).
-        for log_dir in status.broker(1).log_dirs:
-            (Path(log_dir) / "sick-0").write_bytes(b"not a log dir")
+        # A file where broker 1 would create the partition's log dir (its ssd
+        # dir, where new logs go): creating the log fails with an I/O error,
+        # which takes that log dir offline (KIP-112, as Kafka's LogManager);
+        # broker 1 runs on with its other dir. (Both dirs failing would halt
+        # it: tests/integration/broker/test_log_dir_failure.py.)
+        (Path(status.broker(1).log_dirs[0]) / "sick-0").write_bytes(b"not a log dir")
         create_topic(zk, "sick", {0: [1, 2, 3]}, {})
         state = lambda: describe_topics(zk, ["sick"])["sick"][0]  # noqa: E731
         # Broker 1, the first replica, is elected first; its answer moves the leadership on.

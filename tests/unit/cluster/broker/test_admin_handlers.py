@@ -37,7 +37,8 @@ def services(controller=None):
     metadata = SimpleNamespace(snapshot=snapshot, controller_updated=lambda: True)
     return SimpleNamespace(config=SimpleNamespace(broker_id=1), metadata=metadata,
                            controller=controller, admin_work=None,
-                           replica_manager=SimpleNamespace(get=lambda topic, index: None))
+                           replica_manager=SimpleNamespace(get=lambda topic, index: None,
+                                                            offline_partitions=frozenset()))
 
 
 def roundtrip(api_key, version, handler, svc, **fields):

@@ -30,6 +30,7 @@ HANDLERS = {
     ev.PreferredReplicaElection(): "_on_preferred",
     ev.IsrChangeNotification(): "_on_isr_change",
     ev.ConfigChange(): "_on_config_change",
+    ev.LogDirEventNotification(): "_on_log_dir_event",
     ev.WatchReassigningStates((T0,)): "_on_watch_reassigning",
     ev.PartitionReassignmentIsrChange(): "_on_partition_states",
     ev.AutoPreferredReplicaLeaderElection(): "_on_auto_rebalance",
