@@ -193,8 +193,14 @@ class ReplicaManager:
         then the dir's logs are closed. Under the control lock, so no
         LeaderAndIsr or StopReplica changes them meanwhile. Returns them."""
         with self.role_changes.control_lock:
-            keys = [key for key, _, dir_path, is_future in self.log_manager.placements()
-                    if dir_path == path and not is_future]
+            placements = [(key, is_future) for key, _, dir_path, is_future in self.log_manager.placements()
+                          if dir_path == path]
+            keys = [key for key, is_future in placements if not is_future]
+            for key in [key for key, is_future in placements if is_future]:
+                partition = self.partitions.get(key)
+                if partition is not None:         # a move into the failed dir is abandoned
+                    with partition.log_move_lock:
+                        partition.attach_future(None)
             self.fetchers.remove_partitions(keys)
             with self._partitions_lock:
                 stopped = [self.partitions.pop(key) for key in keys if key in self.partitions]

@@ -195,3 +195,14 @@ def test_a_clean_shutdown_marks_only_the_online_dirs(broker, tmp_path):
     broker.logs.shutdown()
     assert os.path.exists(os.path.join(broker.ssd, ".kafka_cleanshutdown"))
     assert not os.path.exists(os.path.join(broker.hdd, ".kafka_cleanshutdown"))
+
+
+def test_a_move_into_the_failed_dir_is_abandoned_and_the_partition_served_on(broker):
+    replica_manager, logs = broker.replica_manager, broker.logs
+    partition = replica_manager.get("t", 1)                  # in ssd0
+    partition.attach_future(logs.create_future_log("t", 1, broker.hdd))
+    logs.failures.maybe_add_offline_log_dir(broker.hdd, "test")
+    assert replica_manager.handle_log_dir_failure(broker.hdd) == [("t", 0)]
+    assert partition.future_log is None and logs.future_log("t", 1) is None
+    assert replica_manager.append("t", 1, batch(), 1).error == ErrorCode.none
+    partition.follower_truncate_to(0)                        # no closed future log in the way
