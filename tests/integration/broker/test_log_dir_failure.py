@@ -152,6 +152,11 @@ def test_a_failed_log_dir_goes_offline_and_the_broker_serves_on(start_cluster):
             assert cluster.status().broker(1).alive, "broker 1 halted with a healthy log dir left"
             dirs = log_dirs_of(status)
             assert dirs[small_dir].error == "kafka_storage_error" and not dirs[small_dir].partition_sizes
+            # Broker 1 answers its offline replica with KAFKA_STORAGE_ERROR (ListOffsets as a replica asks).
+            broker = status.broker(1)
+            offsets = bq.ask_brokers([bq.BrokerAddress(1, broker.host, broker.port)],
+                                     bq.log_end_offsets([(sick, 0), (healthy, 0)]), 10)[1]
+            assert offsets[(sick, 0)].error == "kafka_storage_error" and offsets[(healthy, 0)].error is None
             assert dirs[healthy_dir].error is None and (healthy, 0) in dirs[healthy_dir].partition_sizes
 
             # Broker 1 still leads its partition on the healthy dir, which keeps

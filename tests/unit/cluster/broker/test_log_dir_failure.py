@@ -129,10 +129,12 @@ def test_a_checkpoint_that_cannot_be_written_takes_its_dir_offline_and_the_other
 
 def test_the_partitions_of_the_failed_dir_go_offline_and_answer_kafka_storage_error(broker, monkeypatch):
     replica_manager = broker.replica_manager
+    log_ = broker.logs.get_log("t", 0)
     disk_full(monkeypatch)
     replica_manager.append("t", 0, batch(), 1)
     monkeypatch.undo()
     assert replica_manager.handle_log_dir_failure(broker.hdd) == [("t", 0)]
+    assert log_.closed
     assert replica_manager.offline_partitions == {("t", 0)} and replica_manager.get("t", 0) is None
     assert broker.logs.get_log("t", 0) is None and broker.logs.dir_of("t", 0) is None
     # Produce, Fetch (consumers and followers), OffsetForLeaderEpoch, and the handlers' common answer.
