@@ -51,7 +51,8 @@ from kafkactl.cluster.log.compaction import (
     offset_map_capacity,
     past_max_compaction_lag,
 )
-from kafkactl.cluster.log.errors import CheckpointFormatError, LogClosedError
+from kafkactl.cluster.log.dir_failures import is_io_error
+from kafkactl.cluster.log.errors import CheckpointFormatError, KafkaStorageError, LogClosedError, LogDirFailedError
 from kafkactl.cluster.log.layout import CLEANER_OFFSET_CHECKPOINT
 from kafkactl.cluster.log.log import Log
 from kafkactl.cluster.log.log_clean import CleanResult, clean_log, clean_range, paced_by, summarise
@@ -166,6 +167,7 @@ class LogCleaner:
         tp = self._take()
         if tp is None:
             return None
+        log = None
         try:
             log = self._log_manager.get_log(*tp)
             high_watermark = self._high_watermark(*tp)
@@ -186,6 +188,12 @@ class LogCleaner:
             return result
         except LogClosedError:
             return None   # deleted, or moved to another dir, meanwhile
+        except (OSError, KafkaStorageError) as error:
+            # The cleaned copy is written beside the log: an I/O error there
+            # takes the log's dir offline, as one met by an append does.
+            if log is None or isinstance(error, LogDirFailedError) or not is_io_error(error):
+                raise
+            raise log.io_error("cleaning", error) from error
         finally:
             with self._lock:
                 self._in_progress.discard(tp)

@@ -1,10 +1,15 @@
 """The cleaner's rounds (cleaner.py): which log it takes, its checkpoint, the high watermark it is given."""
 
+import errno
 import os
 
+import pytest
+
+from kafkactl.cluster.log import cleaner as cleaner_module
 from kafkactl.cluster.log.checkpoint import OffsetCheckpointFile
 from kafkactl.cluster.log.cleaner import CleanerConfig, LogCleaner
 from kafkactl.cluster.log.config import LogConfig
+from kafkactl.cluster.log.errors import LogDirFailedError
 from kafkactl.cluster.log.layout import CLEANER_OFFSET_CHECKPOINT
 from kafkactl.cluster.protocol.record_batch import build_batch
 
@@ -109,3 +114,19 @@ def test_reconfigure_interrupts_a_throttled_clean_and_the_log_is_cleaned_after(m
         wait_for(lambda: cleaner.cleans >= 1, 10, what="the clean done by the new thread")
     finally:
         cleaner.stop()
+
+
+def test_an_io_error_while_cleaning_takes_the_logs_dir_offline(make_manager, dirs, clock, monkeypatch):
+    manager = make_manager([dirs[0], dirs[1]])
+    manager.startup()
+    fill(manager.get_or_create_log("c", 0, COMPACT))
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(cleaner_module, "clean_log", no_space)
+    cleaner = LogCleaner(manager, CleanerConfig(enable=False), lambda t, p: manager.get_log(t, p).log_end_offset,
+                         clock)
+    cleaner.start()
+    with pytest.raises(LogDirFailedError, match="cleaning of c-0"):
+        cleaner.run_once()
+    assert manager.failures.offline_dirs == {manager.dir_of("c", 0)}
