@@ -2,7 +2,7 @@
 
 Everything here reads what a user or an operator could see: files in the log
 dirs, records through real clients, the `kafkactl` CLI. Single requests on a
-raw connection are in support.raw_client.
+raw connection are in support.wire and support.raw_requests.
 """
 
 from __future__ import annotations

@@ -32,9 +32,10 @@ class Cli:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def __call__(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
-        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True, env=self.env,
-                              timeout=timeout_s)
+    def __call__(self, *args: str, timeout_s: float = CLI_TIMEOUT_S,
+                 extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True,
+                              env={**self.env, **(extra_env or {})}, timeout=timeout_s)
 
     def ok(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
         done = self(*args, **kwargs)

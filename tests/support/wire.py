@@ -1,5 +1,7 @@
-"""A minimal raw Kafka client for protocol tests: kio entities over a socket,
-and the few requests several protocol tests send with it."""
+"""A minimal raw Kafka client for protocol tests: kio entities over a socket
+(one request at a time, or several sent before any answer is read), and the
+few requests several protocol tests send with it. Requests and record
+batches written from the spec are in support.raw_requests."""
 
 from __future__ import annotations
 
@@ -22,8 +24,21 @@ class WireClient:
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.correlation_id = 0
 
+    @classmethod
+    def over(cls, sock: socket.socket) -> "WireClient":
+        """A client on a connection opened elsewhere."""
+        client = cls.__new__(cls)
+        client.sock, client.correlation_id = sock, 0
+        return client
+
     def close(self) -> None:
         self.sock.close()
+
+    def __enter__(self) -> "WireClient":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -36,8 +51,18 @@ class WireClient:
         return frame
 
     def request(self, request):
-        self.send_raw(self.frame(request))
+        self.send(request)
         return self.read_response(request.__api_key__, request.__version__)
+
+    def send(self, request) -> int:
+        """Send without reading the answer; returns its correlation id."""
+        self.send_raw(self.frame(request))
+        return self.correlation_id
+
+    def receive(self, request, correlation_id: int):
+        """The next answer, which must be `request`'s, sent as `correlation_id`."""
+        cls = load_response_schema(request.__api_key__, request.__version__)
+        return decode_response(self.read_frame(), cls, correlation_id)
 
     def read_frame(self) -> bytes:
         size = struct.unpack(">i", self._read_exactly(4))[0]

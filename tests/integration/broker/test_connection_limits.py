@@ -28,7 +28,7 @@ from kafkactl.cluster.admin.topics import create_topic
 from support.broker_support import require_tools
 from support.names import unique_topic
 from support.producers import BackgroundProducer
-from support.raw_client import RawClient
+from support.wire import WireClient
 from support.sockets import closed_by_peer
 from support.waiting import wait_for
 
@@ -121,7 +121,7 @@ def test_huge_size_prefixes_leave_memory_bounded_and_requests_fast(start_cluster
         for sock in hostile:
             sock.sendall(HUGE_PREFIX)
         time.sleep(1.0)
-        client = RawClient(broker.host, broker.port, timeout_s=10)
+        client = WireClient(broker.host, broker.port, timeout_s=10)
         try:
             started = time.monotonic()
             assert client.request(metadata_request()).cluster_id
@@ -145,7 +145,7 @@ def test_max_connections_per_ip_refuses_beyond_the_limit_while_others_connect(st
     refused = open_idle(broker.host, broker.port, 1, source="127.0.0.2")[0]
     try:
         assert closed_by_peer(refused, 5.0)
-        client = RawClient(broker.host, broker.port, timeout_s=10)       # from 127.0.0.1: its own limit
+        client = WireClient(broker.host, broker.port, timeout_s=10)       # from 127.0.0.1: its own limit
         try:
             assert client.request(metadata_request()).cluster_id
         finally:
@@ -153,8 +153,7 @@ def test_max_connections_per_ip_refuses_beyond_the_limit_while_others_connect(st
         assert kcat_metadata(broker.host, broker.port)["brokers"]
         for sock in allowed:                                # the three are still served
             sock.settimeout(10)
-            wire = RawClient.__new__(RawClient)
-            wire.sock, wire.correlation_id = sock, 0
+            wire = WireClient.over(sock)
             assert wire.request(api_versions3.ApiVersionsRequest(
                 client_software_name="t", client_software_version="1")).api_keys
     finally:
@@ -166,7 +165,7 @@ def test_max_connections_per_ip_refuses_beyond_the_limit_while_others_connect(st
 def test_connections_max_idle_ms_closes_an_idle_connection(start_cluster):
     cluster, status = start_cluster(brokers=1, overrides={"connections.max.idle.ms": "1500"})
     broker = status.broker(1)
-    client = RawClient(broker.host, broker.port, timeout_s=10)
+    client = WireClient(broker.host, broker.port, timeout_s=10)
     try:
         assert client.request(metadata_request()).cluster_id
         started = time.monotonic()

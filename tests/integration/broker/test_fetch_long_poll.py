@@ -9,7 +9,8 @@ import time
 
 import pytest
 from support.names import unique_topic
-from support.raw_client import RawClient, fetch_request
+from support.raw_requests import fetch_request
+from support.wire import WireClient
 from kio.schema.errors import ErrorCode
 
 MAX_WAIT_MS = 2000
@@ -38,7 +39,7 @@ def _partition(response):
 
 def _timed_fetch(status, topic: str, **kwargs):
     broker = status.broker(1)
-    with RawClient(broker.host, broker.port) as client:
+    with WireClient(broker.host, broker.port, timeout_s=30) as client:
         request = fetch_request(topic, 0, MAX_WAIT_MS, **kwargs)
         client.request(fetch_request(topic, 0, 0, **kwargs))  # connection and partition warm
         started = time.monotonic()

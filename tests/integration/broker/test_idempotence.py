@@ -10,7 +10,8 @@ import datetime
 import pytest
 from support.broker_support import wait_for_leaders, watermarks
 from support.names import unique_topic
-from support.raw_client import RawClient, encode_batch
+from support.raw_requests import encode_batch
+from support.wire import WireClient
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.types import ProducerId, TopicName
@@ -18,7 +19,7 @@ from kio.schema.types import ProducerId, TopicName
 PRODUCE_VERSION = 9
 
 
-def _init_producer_id(client: RawClient) -> tuple[int, int]:
+def _init_producer_id(client: WireClient) -> tuple[int, int]:
     cls = load_request_schema(22, 4)
     response = client.request(cls(transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60),
                                   producer_id=ProducerId(-1), producer_epoch=-1))
@@ -26,7 +27,7 @@ def _init_producer_id(client: RawClient) -> tuple[int, int]:
     return int(response.producer_id), int(response.producer_epoch)
 
 
-def _produce(client: RawClient, topic: str, batch: bytes):
+def _produce(client: WireClient, topic: str, batch: bytes):
     import sys
 
     cls = load_request_schema(0, PRODUCE_VERSION)
@@ -54,7 +55,7 @@ def test_retried_batch_is_not_written_twice(shared_cluster):
     topic = unique_topic("idempotent")
     _create_topic(status.bootstrap_servers, topic)
     broker = status.broker(1)
-    with RawClient(broker.host, broker.port) as client:
+    with WireClient(broker.host, broker.port, timeout_s=30) as client:
         producer_id, epoch = _init_producer_id(client)
         first = encode_batch([b"a0", b"a1", b"a2"], producer_id, epoch, base_sequence=0)
         assert _produce(client, topic, first) == (ErrorCode.none, 0)
@@ -81,14 +82,14 @@ def test_retry_after_a_crash_is_not_written_twice(start_cluster):
     topic = unique_topic("idempotent-crash")
     _create_topic(status.bootstrap_servers, topic)
     broker = status.broker(1)
-    with RawClient(broker.host, broker.port) as client:
+    with WireClient(broker.host, broker.port, timeout_s=30) as client:
         producer_id, epoch = _init_producer_id(client)
         batch = encode_batch([b"x0", b"x1"], producer_id, epoch, base_sequence=0)
         assert _produce(client, topic, batch) == (ErrorCode.none, 0)
     cluster.kill_broker(1)
     cluster.up()
     wait_for_leaders(status.bootstrap_servers, topic)
-    with RawClient(broker.host, broker.port) as client:
+    with WireClient(broker.host, broker.port, timeout_s=30) as client:
         error, offset = _produce(client, topic, batch)
         assert error in (ErrorCode.none, ErrorCode.duplicate_sequence_number) and offset == 0, (
             f"retry after restart answered {error!r} at offset {offset}")

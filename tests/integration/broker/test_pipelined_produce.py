@@ -11,21 +11,18 @@ another kind behind them answered only after them, seeing their commits.
 from __future__ import annotations
 
 import datetime
-import struct
 import time
 
 from kazoo.client import KazooClient
-from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7 import request as list_offsets7
 from kio.schema.produce.v9 import request as produce9
-from kio.serial import entity_reader
 
 from kafkactl.cluster.admin.topics import create_topic
 from kafkactl.cluster.protocol.record_batch import build_batch
 from support.broker_support import assert_contiguous, confluent_consume, partition_dir, stored_batches
 from support.names import unique_topic
-from support.raw_client import RawClient
+from support.wire import WireClient
 from support.waiting import wait_for
 
 REQUESTS = 30
@@ -47,15 +44,6 @@ def latest_offset_request(topic: str):
             list_offsets7.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
 
 
-def read_answer(client: RawClient, request, correlation_id: int):
-    size = struct.unpack(">i", client._read_exactly(4))[0]
-    frame = client._read_exactly(size)
-    assert struct.unpack_from(">i", frame)[0] == correlation_id, "answers out of request order"
-    cls = load_response_schema(request.__api_key__, request.__version__)
-    response, _ = entity_reader(cls)(frame, 5 if cls.__flexible__ else 4)
-    return response
-
-
 def test_pipelined_acks_all_requests_commit_in_order_and_are_answered_in_order(start_cluster):
     cluster, status = start_cluster(brokers=3, overrides={"auto.leader.rebalance.enable": "false"})
     topic = unique_topic("pipelined")
@@ -70,7 +58,7 @@ def test_pipelined_acks_all_requests_commit_in_order_and_are_answered_in_order(s
         zk.stop()
         zk.close()
     leader = status.broker(1)
-    with RawClient(leader.host, leader.port) as client:
+    with WireClient(leader.host, leader.port, timeout_s=30) as client:
         wait_for(lambda: client.request(latest_offset_request(topic)).topics[0].partitions[0].error_code
                  == ErrorCode.none, 30, what="the leader to serve the partition")
         first_id = client.correlation_id + 1
@@ -81,10 +69,10 @@ def test_pipelined_acks_all_requests_commit_in_order_and_are_answered_in_order(s
         client.send(offsets_request)
         base_offsets = []
         for n, request in enumerate(requests):
-            answer = read_answer(client, request, first_id + n).responses[0].partition_responses[0]
+            answer = client.receive(request, first_id + n).responses[0].partition_responses[0]
             assert answer.error_code == ErrorCode.none
             base_offsets.append(answer.base_offset)
-        latest = read_answer(client, offsets_request, first_id + REQUESTS).topics[0].partitions[0]
+        latest = client.receive(offsets_request, first_id + REQUESTS).topics[0].partitions[0]
     total = REQUESTS * RECORDS_PER_REQUEST
     assert base_offsets == [n * RECORDS_PER_REQUEST for n in range(REQUESTS)]
     assert latest.offset == total       # the high watermark covers every acknowledged batch

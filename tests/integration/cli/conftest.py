@@ -10,17 +10,15 @@ or not the broker works yet.
 import json
 import os
 import signal
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import local_cluster
 
 from kafkactl.cluster.local import LocalCluster, procs
 
 HERE = Path(__file__).resolve().parent
-KAFKACTL = Path(sys.executable).parent / "kafkactl"
 CLI_TIMEOUT_S = 120
 
 
@@ -34,15 +32,11 @@ class CliResult:
         return json.loads(self.out)
 
 
-class Cli:
-    """Runs the installed `kafkactl` console script in an isolated environment."""
-
-    def __init__(self, env: dict[str, str]):
-        self.env = env
+class Cli(local_cluster.Cli):
+    """support.local_cluster's Cli, answering CliResults."""
 
     def __call__(self, *args: str, extra_env: dict[str, str] | None = None) -> CliResult:
-        done = subprocess.run([str(KAFKACTL), *args], capture_output=True, text=True,
-                              env={**self.env, **(extra_env or {})}, timeout=CLI_TIMEOUT_S)
+        done = super().__call__(*args, timeout_s=CLI_TIMEOUT_S, extra_env=extra_env)
         return CliResult(done.returncode, done.stdout, done.stderr)
 
     def ok(self, *args: str, **kwargs) -> CliResult:
@@ -58,10 +52,7 @@ def home(tmp_path) -> Path:
 
 @pytest.fixture
 def cli_env(home) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("KAFKACTL_ZOOKEEPER", "KAFKACTL_BROKER_MODULE")}
-    env["KAFKACTL_CONFIG"] = str(home / "config.json")
-    env["XDG_STATE_HOME"] = str(home / "state")
+    env = local_cluster.isolated_env(home)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     return env
 

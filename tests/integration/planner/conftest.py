@@ -1,5 +1,5 @@
 """One real Spark session (local[2]) for every planner test in the run: a
-session takes about 10 s to start, so tests share it."""
+session takes seconds to start, so tests share it."""
 
 import os
 import sys
@@ -11,15 +11,15 @@ import pytest
 def spark():
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("kafkactl-planner-tests")
-               # Test data is tiny: few partitions and no adaptive re-planning
-               # make each of the many small jobs several times cheaper.
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
+    from kafkactl.planner.session import SMALL_REPLICAS, session_settings
+
+    # The settings `kafkactl plan` gives a small snapshot's session (one
+    # shuffle partition, no adaptive execution, interpreted expressions, the
+    # client compiler): test snapshots are small, and tests run what ships.
+    builder = SparkSession.builder.master("local[2]").appName("kafkactl-planner-tests")
+    for key, value in session_settings("local[2]", SMALL_REPLICAS, None).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

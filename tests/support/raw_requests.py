@@ -1,67 +1,10 @@
-"""Single Kafka requests on a raw connection (kio entities over a socket), and
-record batches written from the spec: for timing one request or sending
-exactly the bytes a test means."""
+"""Requests and record batches written from the spec, for sending exactly the
+bytes a test means (over support.wire.WireClient)."""
 
 from __future__ import annotations
 
 import struct
 import time
-
-from support.sockets import read_exactly
-
-
-class RawClient:
-    """One connection speaking kio request entities; for timing single requests."""
-
-    def __init__(self, host: str, port: int, timeout_s: float = 30.0) -> None:
-        import socket
-
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> "RawClient":
-        return self
-
-    def __exit__(self, *_) -> None:
-        self.close()
-
-    def send(self, request) -> None:
-        import io
-
-        from kio.serial import entity_writer
-
-        self.correlation_id += 1
-        client_id = b"broker-tests"
-        header = struct.pack(">hhih", request.__api_key__, request.__version__,
-                             self.correlation_id, len(client_id)) + client_id
-        if request.__flexible__:
-            header += b"\x00"  # request header v2: no tagged fields
-        body = io.BytesIO()
-        entity_writer(type(request))(body, request)
-        payload = header + body.getvalue()
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-
-    def receive(self, request):
-        from kio.index import load_response_schema
-        from kio.serial import entity_reader
-
-        size = struct.unpack(">i", self._read_exactly(4))[0]
-        frame = self._read_exactly(size)
-        assert struct.unpack_from(">i", frame)[0] == self.correlation_id
-        cls = load_response_schema(request.__api_key__, request.__version__)
-        flexible_header = cls.__flexible__ and request.__api_key__ != 18
-        response, _ = entity_reader(cls)(frame, 5 if flexible_header else 4)
-        return response
-
-    def request(self, request):
-        self.send(request)
-        return self.receive(request)
-
-    def _read_exactly(self, size: int) -> bytes:
-        return read_exactly(self.sock, size)
 
 
 def fetch_request(topic: str, offset: int, max_wait_ms: int, min_bytes: int = 1,
