@@ -9,7 +9,11 @@ change notification, which makes the controller's conditional writes fail.
 
 A broker may also find it cannot store a partition it is told about (its
 log dir for it is offline): it answers that LeaderAndIsr entry with
-KAFKA_STORAGE_ERROR, and every later one too, until it restarts.
+KAFKA_STORAGE_ERROR, and every later one too, until it restarts. Or one of
+its log dirs fails while it serves (KIP-112): the replicas on it stop (it
+no longer leads or follows them), and it writes a log dir event
+notification, which fires the controller's watch; its LeaderAndIsr
+answers then name those replicas.
 
 The controller hears of brokers only through ZooKeeper: registrations and
 ISR change notifications fire its watches. Only controlled shutdown (a
@@ -249,6 +253,22 @@ class BrokerActions:
         if broker.registered:
             self.zk.delete(layout.broker(broker.broker_id))
             broker.registered = False
+
+    def fail_log_dir(self) -> None:
+        """A running broker's log dir fails: some of its replicas (those in
+        that dir) go offline there, and it tells the controller."""
+        candidates = [b for b in self.brokers.values() if b.running and b.registered and b.replicas]
+        if not candidates:
+            return
+        rng = self.log_dir_rng
+        broker = rng.choice(candidates)
+        hosted = sorted(broker.replicas)
+        on_dir = [tp for tp in hosted if rng.random() < 0.5] or [rng.choice(hosted)]
+        for tp in on_dir:
+            del broker.replicas[tp]                    # it stops leading and following them
+            broker.offline.add(tp)
+        self.count("log_dir_failed")
+        self.zk.create_sequential(layout.LOG_DIR_EVENT_PREFIX, codecs.encode_log_dir_event(broker.broker_id))
 
     def crash_broker(self) -> None:
         running = [b for b in self.brokers.values() if b.running]

@@ -154,6 +154,24 @@ class Checks:
                                   f"KAFKA_STORAGE_ERROR for it in broker epoch {epoch}")
                 self.count("offline_dir_checked")
 
+    def check_failed_dirs_acted_on(self) -> None:
+        """Once everything queued is delivered and handled, no partition is
+        led by a broker that cannot store it: every log dir failure a broker
+        announced, and every storage error it answered, reached the
+        controller (a controller that ignored log dir event notifications
+        would leave leaders on failed dirs for good)."""
+        ctx = self.ctx
+        for broker in self.brokers.values():
+            registration = ctx.live_brokers.get(broker.broker_id)
+            if not broker.running or registration is None or registration.broker_epoch != broker.epoch:
+                continue
+            for tp in sorted(broker.offline):
+                state = ctx.leadership.get(tp)
+                if tp in ctx.assignments and not ctx.is_queued_for_deletion(tp.topic) \
+                        and state is not None and state.leader == broker.broker_id:
+                    self.fail(f"{tp}: still led by broker {broker.broker_id}, whose log dir for it failed")
+                self.count("failed_dir_checked")
+
     # --- after a controller failover
 
     def check_isr_members_live(self) -> None:
@@ -232,6 +250,8 @@ class Checks:
             self.fail("preferred replica election znode left behind")
         if zk.children(layout.ISR_CHANGE_NOTIFICATION):
             self.fail("ISR change notifications left behind")
+        if zk.children(layout.LOG_DIR_EVENT_NOTIFICATION):
+            self.fail("log dir event notifications left behind")
         for tp in ctx.all_partitions():
             state = ctx.leadership.get(tp)
             if state is None or state.leader == NO_LEADER:

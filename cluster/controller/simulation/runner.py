@@ -40,12 +40,16 @@ from kafkactl.cluster.zk.codecs import PartitionState, TopicAssignment
 # steps a failover must resume exactly), and while it does anything else.
 KILL_IN_API_REASSIGNMENT = 0.15
 KILL_ELSEWHERE = 0.003
+LOG_DIR_FAILURE_PER_STEP = 0.004     # about one a seed of 200 steps
 
 
 class Simulation(BrokerActions, AdminActions, ApiAdminActions, Checks):
     def __init__(self, seed: int, broker_count: int | None = None, fault_rate: float = 1.0) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
+        # Log dir failures draw from a generator of their own: a seed runs
+        # as it did before they were simulated until the first one.
+        self.log_dir_rng = random.Random(seed ^ 0x5EED)
         self.zk = FakeZooKeeper()
         self.step_number = 0
         self.fault_rate = fault_rate
@@ -86,6 +90,9 @@ class Simulation(BrokerActions, AdminActions, ApiAdminActions, Checks):
         self.step_number += 1
         self.zk.step = self.step_number
         action = self._choose_action()
+        if self.log_dir_rng.random() < LOG_DIR_FAILURE_PER_STEP * self.fault_rate:
+            self.count("fail_log_dir")
+            self.fail_log_dir()
         self.count(action.__name__)
         action()
         self.check()
@@ -262,6 +269,10 @@ class Simulation(BrokerActions, AdminActions, ApiAdminActions, Checks):
         states = self.state_watches.read(self.ctx, partitions, self.reads.store)
         return [lambda c: ops.on_isr_change(c, states)] if states else []
 
+    def _log_dir_event(self, _event) -> list:
+        brokers, paths = self.reads.log_dir_events()
+        return [lambda c: ops.on_log_dir_event(c, brokers, paths)]
+
     def _storage_errors(self, event) -> list:
         self.note_storage_errors(event)          # what the checks hold the controller to from now on
         return [lambda c: ops.on_leader_and_isr_response(c, event.broker_id, event.broker_epoch, event.offline)]
@@ -272,6 +283,7 @@ class Simulation(BrokerActions, AdminActions, ApiAdminActions, Checks):
         ev.BrokerChange: _broker_change, ev.TopicChange: _topic_change, ev.TopicDeletion: _topic_deletion,
         ev.PartitionReassignment: _reassignment, ev.PreferredReplicaElection: _preferred,
         ev.IsrChangeNotification: _isr_change, ev.ConfigChange: _config_change,
+        ev.LogDirEventNotification: _log_dir_event,
         ev.StopReplicaResponseReceived: lambda _self, e: [
             lambda c: ops.on_stop_replica_response(c, e.broker_id, e.broker_epoch, dict(e.errors))],
         ev.LeaderAndIsrResponseReceived: _storage_errors,
@@ -312,6 +324,8 @@ class Simulation(BrokerActions, AdminActions, ApiAdminActions, Checks):
         self.step_number += 1
         self.zk.step = self.step_number
         self.healing = True
+        self._drain()                                  # before the restarts repair the failed dirs
+        self.check_failed_dirs_acted_on()
         for broker in self.brokers.values():
             broker.shutdown_requested = False          # pending controlled shutdowns are called off
             if broker.running and broker.offline:      # an offline log dir comes back with a restart

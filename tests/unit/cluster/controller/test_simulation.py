@@ -57,6 +57,7 @@ def _assert_faults_were_exercised(totals):
                  "event_IsrChangeNotification", "event_ReplicaLeaderElection", "event_TopicDeletion",
                  "event_TopicUncleanLeaderElectionEnable", "event_ControlledShutdown",
                  "event_LeaderAndIsrResponseReceived", "storage_error", "offline_dir_remembered",
+                 "log_dir_failed", "event_LogDirEventNotification", "failed_dir_checked",
                  "offline_dir_checked", "failover_with_dead_isr_members",
                  "event_PartitionReassignmentWatch", "event_PartitionReassignmentIsrChange",
                  "admin_created_between_get_and_exists", "watch_delivered_late", "watch_delivered_after_reread",
@@ -145,3 +146,36 @@ def test_the_simulation_catches_a_request_a_new_controller_undoes(monkeypatch):
     with pytest.raises(SimulationFailure, match="its topic znode held it when the controller died"):
         for seed in range(40):
             Simulation(seed).run(STEPS)
+
+
+def test_the_simulation_catches_a_controller_that_ignores_log_dir_failures(monkeypatch):
+    # A controller that only deletes the notifications: the broker's replicas
+    # on the failed dir keep their leadership.
+    from kafkactl.cluster.controller import decisions
+    from kafkactl.cluster.controller.builder import DecisionBuilder
+    from kafkactl.cluster.controller.model import DeleteNotification
+
+    def delete_only(ctx, broker_ids, paths=()):
+        b = DecisionBuilder(ctx)
+        for path in paths:
+            b.write(DeleteNotification(path))
+        return b.decision()
+    from kafkactl.cluster.controller.simulation import runner
+
+    monkeypatch.setattr(runner, "LOG_DIR_FAILURE_PER_STEP", 0.05)    # often enough to outrun other repairs
+    monkeypatch.setattr(decisions, "on_log_dir_event", delete_only)
+    with pytest.raises(SimulationFailure, match="whose log dir for it failed"):
+        for seed in range(40):
+            Simulation(seed).run(STEPS)
+
+
+def test_many_log_dir_failures_are_each_acted_on(monkeypatch):
+    from kafkactl.cluster.controller.simulation import runner
+
+    monkeypatch.setattr(runner, "LOG_DIR_FAILURE_PER_STEP", 0.05)
+    failed = 0
+    for seed in range(40):
+        simulation = Simulation(seed)
+        simulation.run(STEPS)
+        failed += simulation.stats.get("log_dir_failed", 0)
+    assert failed > 100
