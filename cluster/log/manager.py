@@ -115,7 +115,8 @@ class LogManager:
         """The failure handler's thread, once per offline dir: every log in
         it (current and future) leaves the maps and is closed, best effort
         (the disk may fail the closing too). Returns the partitions whose
-        current log was there. The broker halts if no dir is left."""
+        current log was there. (The broker's handler halts it when no dir is
+        left: broker/log_dir_failure.py.)"""
         with self._lock:
             current = [tp for tp, d in self._dir_of.items() if d == path]
             futures = [tp for tp, d in self._future_dir_of.items() if d == path]
