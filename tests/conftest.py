@@ -1,9 +1,9 @@
-"""How `make test` spreads the suite over two pytest-xdist workers.
+"""How `make test` spreads the suite over its pytest-xdist workers.
 
 Each test file stays whole on one worker (its module-scoped clusters are
 set up once), and every Spark test shares one worker, so the run starts one
 Spark session, not two. The Spark tests take about a third of the suite's
-time, so they go first: one worker runs them while the other works through
+time, so they go first: one worker runs them while the others work through
 everything else, whose tests mostly wait on processes, sockets and
 timeouts; the many short unit test files come last and even out the end.
 
