@@ -31,6 +31,18 @@ REPLICATION_FACTOR = 3
 MIN_INSYNC_REPLICAS = 2
 
 
+def all_threads_stopped(pid: int) -> bool:
+    """Every thread of the process is in the stopped state (T or t in /proc)."""
+    states = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                states.append(stat.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:
+            continue                      # a thread that ended meanwhile
+    return bool(states) and all(state in ("T", "t") for state in states)
+
+
 class FaultCluster(ZkStateReads):
     """A LocalCluster plus a ZooKeeper client to watch and poke it."""
 
@@ -102,8 +114,13 @@ class FaultCluster(ZkStateReads):
         self.zk.start(timeout=10)
 
     def pause(self, broker_id: int) -> None:
-        os.kill(self.pid(broker_id), signal.SIGSTOP)
+        """SIGSTOP the broker, returning once every thread of it has stopped:
+        kill() returns before a busy process's threads all reach the stop (a
+        fetcher thread was seen to send one more fetch under load)."""
+        pid = self.pid(broker_id)
+        os.kill(pid, signal.SIGSTOP)
         self.paused.add(broker_id)
+        wait_for(lambda: all_threads_stopped(pid), 10, f"broker {broker_id}'s threads to stop", interval_s=0.01)
 
     def resume(self, broker_id: int) -> None:
         os.kill(self.pid(broker_id), signal.SIGCONT)
