@@ -110,7 +110,9 @@ class Broker:
                                          config.replica_alter_log_dirs_io_max_bytes_per_second)
         self.log_cleaner = LogCleaner(self.log_manager, cleaner_config(config), self._high_watermark_of, clock_ms)
         self.zk_agent = ZkAgent(config, self.replica_manager.update_topic_configs, clock_ms=clock_ms,
-                                on_broker_config=self._update_broker_config)
+                                on_broker_config=self._update_broker_config,
+                                on_cluster_id=lambda cluster_id: self.metadata.replace(
+                                    MetadataSnapshot(cluster_id=cluster_id)))
         self.replica_manager.set_partition_state_store(self.zk_agent.partition_state_store())
         self.log_dir_failures = LogDirFailureHandler(config.broker_id, self.log_manager.failures,
                                                      self.replica_manager, self.zk_agent.propagate_log_dir_event)
@@ -178,7 +180,6 @@ class Broker:
         # After the zk-agent: its notification needs the session. A dir that
         # failed before waits in the channel's queue until now.
         self.log_dir_failures.start()
-        self.metadata.replace(MetadataSnapshot(cluster_id=self.zk_agent.cluster_id))
         self.controller = Controller(self.config.broker_id, self.zk_agent.client, controller_config(self.config),
                                      leader_imbalance_check_interval_s=self.config.leader_imbalance_check_interval_seconds)
         self.services.controller = self.controller

@@ -45,8 +45,10 @@ class ZkAgent:
         on_topic_configs: Callable[[dict[str, dict[str, str]]], None],
         on_broker_config: Callable[[dict[str, str], dict[str, str]], None] = lambda default, own: None,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        on_cluster_id: Callable[[str], None] = lambda cluster_id: None,
     ) -> None:
         self.config = config
+        self.on_cluster_id = on_cluster_id
         self.on_topic_configs = on_topic_configs
         self.on_broker_config = on_broker_config
         self.clock_ms = clock_ms
@@ -72,6 +74,9 @@ class ZkAgent:
         self.client.add_listener(self._on_connection_state)
         self._ensure_persistent_paths()
         self.cluster_id = self._ensure_cluster_id()
+        # Before registering: from then on the controller's UpdateMetadata may
+        # come, and must find the cluster id in place, not be replaced by it.
+        self.on_cluster_id(self.cluster_id)
         self.refresh()  # topic configs known before any partition is created
         self._register()
         self._thread = threading.Thread(target=self._run, name="zk-agent", daemon=True)
