@@ -35,13 +35,14 @@ $(STAMP): pyproject.toml $(wildcard cluster/protocol/_*.c cluster/protocol/_*.h)
 demo: setup
 	@bash scripts/demo.sh
 
-# Three workers on this 2-core machine: most integration tests wait on
-# processes and sockets (with three, the whole run used 1.3 cores: 14 min,
-# against 19-21 min with two); tests/conftest.py keeps each file, and all
-# Spark tests, together. --durations: the slowest tests, to keep the whole
-# run within its 20 minutes.
+# Two workers on this 2-core machine: most integration tests wait on processes
+# and sockets; tests/conftest.py keeps each file, and all Spark tests, together.
+# Three took 14-17 min instead of 19-21, but each of three fresh-clone runs
+# then failed one timing-sensitive test (two of them fixed since, one a real
+# start-up race): kept at two until the suite is steady under that load.
+# --durations: the slowest tests, to keep the whole run within its 20 minutes.
 test: setup
-	$(VENV)/bin/pytest -q -n 3 --durations=25
+	$(VENV)/bin/pytest -q -n 2 --durations=25
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit
