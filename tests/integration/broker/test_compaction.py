@@ -195,12 +195,17 @@ def test_a_broker_killed_mid_clean_keeps_every_latest_value_and_every_offset(sta
     throttled = {**FAST_CLEANER, "log.cleaner.io.max.bytes.per.second": "150000"}
     cluster, status = start_cluster(overrides=throttled)
     bootstrap, topic = status.bootstrap_servers, unique_topic("compacted-kill")
-    create_compacted(status.zookeeper_connect, bootstrap, topic, **{"segment.bytes": "65536"})
+    # Written as a delete-policy topic, then made compacted: a clean that started while kcat was
+    # still writing (seen under load) would leave the first segment holding every key's then
+    # latest value, never half its size.
+    create_compacted(status.zookeeper_connect, bootstrap, topic,
+                     **{"segment.bytes": "65536", "cleanup.policy": "delete"})
     written = with_offsets(keyed_rounds(keys=300, rounds=12, value_bytes=200))     # ~850 KB
     produce_with_kcat(bootstrap, topic, [r[1:] for r in written])
     directory = partition_dir(status, topic)
     first_segment = directory / "00000000000000000000.log"
     full_size = first_segment.stat().st_size
+    kafkactl_ok(status.zookeeper_connect, "configs", "alter", "--topic", topic, "--add", "cleanup.policy=compact")
     # The first group's copy is in place (smaller) while the throttled clean goes on with the others.
     wait_for(lambda: first_segment.stat().st_size < full_size / 2, 60, what="a first group cleaned")
     assert partition_files(directory, ".log")[-1] != "00000000000000000000.log"
