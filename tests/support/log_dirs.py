@@ -46,3 +46,19 @@ def leftovers(log_dirs, topic: str, partition: int) -> list[str]:
     name = f"{topic}-{partition}"
     return [str(p) for d in log_dirs for p in Path(d).iterdir()
             if p.name == name or (p.name.startswith(name + ".") and p.name.endswith("-delete"))]
+
+
+def ssd_hdd_broker(tmp_path: Path, now_ms: int):
+    """Broker 1's config, LogManager (started) and ReplicaManager over an ssd0
+    and an hdd0 dir under tmp_path, at a fixed clock: (config, logs,
+    replica_manager, ssd, hdd)."""
+    from kafkactl.cluster.broker.config import from_properties
+    from kafkactl.cluster.broker.replica_manager import ReplicaManager
+    from kafkactl.cluster.log.manager import LogDir, LogManager
+
+    ssd, hdd = str(tmp_path / "ssd0"), str(tmp_path / "hdd0")
+    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": f"{ssd},{hdd}",
+                                 "log.dir.media": f"{ssd}:ssd,{hdd}:hdd"})
+    logs = LogManager([LogDir(ssd, "ssd"), LogDir(hdd, "hdd")], config.default_log_config(), lambda: now_ms)
+    logs.startup()
+    return config, logs, ReplicaManager(config, logs, lambda: now_ms), ssd, hdd

@@ -11,28 +11,21 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkactl.cluster.broker.broker_client import decode_response
-from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.handlers import alter_replica_log_dirs, describe_log_dirs
 from kafkactl.cluster.broker.log_dir_mover import LogDirMover
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
-from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol import apis
 from kafkactl.cluster.protocol.build import make, nested
 from kafkactl.cluster.protocol.codec import encode_response, request_class, response_class
 from kafkactl.cluster.protocol.record_batch import build_batch
+from support.log_dirs import ssd_hdd_broker
 
 NOW_MS = 1_700_000_000_000
 
 
 @pytest.fixture
 def broker(tmp_path):
-    ssd, hdd = str(tmp_path / "ssd0"), str(tmp_path / "hdd0")
-    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": f"{ssd},{hdd}",
-                                 "log.dir.media": f"{ssd}:ssd,{hdd}:hdd"})
-    logs = LogManager([LogDir(ssd, "ssd"), LogDir(hdd, "hdd")], config.default_log_config(), lambda: NOW_MS)
-    logs.startup()
-    replica_manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    config, logs, replica_manager, ssd, hdd = ssd_hdd_broker(tmp_path, NOW_MS)
     topics = {"t": SimpleNamespace(assignment=SimpleNamespace(partitions={0: [1], 1: [1]}))}
     services = SimpleNamespace(config=config, replica_manager=replica_manager,
                                metadata=SimpleNamespace(snapshot=SimpleNamespace(topics=topics)))

@@ -13,20 +13,18 @@ from types import SimpleNamespace
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkactl.cluster.broker.config import from_properties
 from kafkactl.cluster.broker.handlers import describe_log_dirs
 from kafkactl.cluster.broker.handlers.services import not_hosted_error
 from kafkactl.cluster.broker.log_dir_failure import LogDirFailureHandler
-from kafkactl.cluster.broker.replica_manager import ReplicaManager
 from kafkactl.cluster.broker.role_changes import LeaderAndIsrState
 from kafkactl.cluster.log import checkpoint, segment
 from kafkactl.cluster.log.dir_failures import LogDirFailureChannel
 from kafkactl.cluster.log.errors import KafkaStorageError, LogDirFailedError
 from kafkactl.cluster.log.layout import REPLICATION_OFFSET_CHECKPOINT
-from kafkactl.cluster.log.manager import LogDir, LogManager
 from kafkactl.cluster.protocol.build import make
 from kafkactl.cluster.protocol.codec import request_class
 from kafkactl.cluster.protocol.record_batch import build_batch
+from support.log_dirs import ssd_hdd_broker
 
 NOW_MS = 1_700_000_000_000
 
@@ -37,12 +35,7 @@ def batch(value: bytes = b"v") -> bytes:
 
 @pytest.fixture
 def broker(tmp_path):
-    ssd, hdd = str(tmp_path / "ssd0"), str(tmp_path / "hdd0")
-    config, _ = from_properties({"broker.id": "1", "zookeeper.connect": "z:1", "log.dirs": f"{ssd},{hdd}",
-                                 "log.dir.media": f"{ssd}:ssd,{hdd}:hdd"})
-    logs = LogManager([LogDir(ssd, "ssd"), LogDir(hdd, "hdd")], config.default_log_config(), lambda: NOW_MS)
-    logs.startup()
-    replica_manager = ReplicaManager(config, logs, lambda: NOW_MS)
+    config, logs, replica_manager, ssd, hdd = ssd_hdd_broker(tmp_path, NOW_MS)
     # t-0 in hdd0 (where AlterReplicaLogDirs asked for it), t-1 in ssd0.
     assert logs.maybe_update_preferred_log_dir("t", 0, hdd)
     for partition in (0, 1):
